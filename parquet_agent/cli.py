@@ -1,0 +1,58 @@
+"""The `parquet-agent` command: one subcommand family per piece of the architecture.
+
+Each piece registers its own subcommands (`register(subparsers)` in its `commands.py`), so this
+module only assembles them and turns designed errors into a clear message and exit status 2.
+A tool error is a value and exits 0; only usage and designed errors exit non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from parquet_agent.errors import ParquetAgentError
+
+# Modules that contribute subcommands, in help order. Each has `register(subparsers)`.
+_COMMAND_MODULES = (
+    "parquet_agent.corpus.commands",
+    "parquet_agent.tools.commands",
+    "parquet_agent.models.commands",
+    "parquet_agent.experiment_commands",
+    "parquet_agent.report.commands",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="parquet-agent",
+        description="Agentic search over a Parquet corpus of SEC filings: build corpora, "
+        "call tools, run and judge experiments, export audits.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:  # a real import error inside the module: a bug, show it
+                raise
+            continue
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except ParquetAgentError as exc:
+        print(f"parquet-agent: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("parquet-agent: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""corpus piece of parquet_agent."""

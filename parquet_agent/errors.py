@@ -1,0 +1,84 @@
+"""Every exception parquet_agent raises on purpose, in one tree.
+
+    ParquetAgentError                 base: a designed failure with a message that says what to do
+    ├── UsageError                    bad input from a person or a config (wrong key, wrong path, ...)
+    │   └── ConfigError               an experiment config that does not match the contract
+    ├── CorpusError                   a corpus folder that cannot be used as asked
+    │   ├── SchemaError               a file misses a required column or has a wrong type
+    │   ├── SnapshotChangedError      a snapshotted file changed: the comparison is invalid
+    │   ├── StaleIndexError           the sidecar index was built for another snapshot
+    │   └── LayoutError               the Parquet layout is not tool-ready (see `corpus prepare`)
+    ├── ModelError                    a model call that failed for good (after our own retries)
+    │   ├── ModelCallError            carries every attempt record, so nothing recorded is lost
+    │   └── ScriptExhaustedError      a ScriptedModel was asked for more replies than it holds
+    ├── RunError                      a run folder that cannot be started or resumed as asked
+    │   └── ResumeRefusedError        code, config or corpus changed since the run was frozen
+    └── ExportError                   a run folder the exporter cannot read
+
+Tool failures are not exceptions: a tool returns a value with an error kind from the closed set
+in `parquet_agent.tools` (`sql`, `timeout`, `memory`, `cpu`, `worker_crashed`, `budget`,
+`validation`, ...), which the agent sees. Any other exception escaping the package is a bug.
+"""
+
+from __future__ import annotations
+
+
+class ParquetAgentError(Exception):
+    """Base of every designed failure."""
+
+
+class UsageError(ParquetAgentError):
+    """Bad input from a person, a script or a config."""
+
+
+class ConfigError(UsageError):
+    """An experiment config that does not match the contract."""
+
+
+class CorpusError(ParquetAgentError):
+    """A corpus folder that cannot be used as asked."""
+
+
+class SchemaError(CorpusError):
+    """A Parquet file misses a required column or has a wrong type."""
+
+
+class SnapshotChangedError(CorpusError):
+    """A file of the snapshot changed since it was taken; results would not be comparable."""
+
+
+class StaleIndexError(CorpusError):
+    """The sidecar index does not belong to the corpus snapshot in use."""
+
+
+class LayoutError(CorpusError):
+    """The Parquet layout cannot be served by the sandboxed tools."""
+
+
+class ModelError(ParquetAgentError):
+    """A model call that failed for good."""
+
+
+class ModelCallError(ModelError):
+    """A model call whose attempts all failed; `attempts` holds every attempt record."""
+
+    def __init__(self, message: str, attempts: tuple = (), *, retryable: bool = False):
+        super().__init__(message)
+        self.attempts = tuple(attempts)
+        self.retryable = retryable
+
+
+class ScriptExhaustedError(ModelError):
+    """A ScriptedModel was asked for a reply its script does not have."""
+
+
+class RunError(ParquetAgentError):
+    """A run folder that cannot be started or resumed as asked."""
+
+
+class ResumeRefusedError(RunError):
+    """The frozen inputs of a run differ from the ones given now."""
+
+
+class ExportError(ParquetAgentError):
+    """A run folder the exporter cannot read."""

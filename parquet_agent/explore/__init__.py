@@ -1,0 +1,1 @@
+"""explore piece of parquet_agent."""

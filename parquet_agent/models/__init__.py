@@ -1,0 +1,1 @@
+"""models piece of parquet_agent."""

@@ -1,0 +1,196 @@
+"""The one model protocol and the records that cross it.
+
+A model is anything with `complete(request, sink) -> ModelResult`. Every provider adapter, the
+scripted test double and the offline baseline implement it. The conversation is provider-neutral;
+adapters translate it to their wire format and back. Each HTTP attempt an adapter makes is an
+`Attempt` whose raw request and response bytes were handed to the `RawSink` before anything
+interpreted them. When every attempt fails, `complete` raises `ModelCallError` carrying the
+attempts, so nothing that was recorded is lost.
+
+All records are frozen; timestamps are UTC ISO-8601 strings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, Union
+
+# -- tools as the model sees them -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool offered to a model: `parameters` is a JSON Schema object."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call a model emitted. `raw_arguments` is the exact argument text on the wire,
+    when the wire format carries text (OpenAI); `arguments` is its parsed form."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    raw_arguments: str | None = None
+
+
+# -- the conversation ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SystemMessage:
+    text: str
+    role: Literal["system"] = "system"
+
+
+@dataclass(frozen=True)
+class UserMessage:
+    text: str
+    role: Literal["user"] = "user"
+
+
+@dataclass(frozen=True)
+class AssistantMessage:
+    """A model turn. `provider_data` keeps wire details that must be replayed unchanged
+    (e.g. Gemini thought signatures), keyed by provider name."""
+
+    text: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    provider_data: dict[str, Any] | None = None
+    role: Literal["assistant"] = "assistant"
+
+
+@dataclass(frozen=True)
+class ToolMessage:
+    """The result of one tool call, exactly as the model receives it."""
+
+    call_id: str
+    name: str
+    content: str
+    role: Literal["tool"] = "tool"
+
+
+Message = Union[SystemMessage, UserMessage, AssistantMessage, ToolMessage]
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """What the caller asks for; adapters record what the model actually supports."""
+
+    temperature: float | None = None
+    reasoning_effort: str | None = None
+    max_output_tokens: int = 4096
+    tool_choice: Literal["auto", "none"] = "auto"
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One logical model call. `label` names it in raw files and journals
+    (e.g. `Q001__flash__sql/turn-03`); `purpose` separates answer, judge and health costs."""
+
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    settings: GenerationSettings = field(default_factory=GenerationSettings)
+    purpose: Literal["answer", "judge", "health"] = "answer"
+    label: str = "call"
+
+
+# -- what comes back ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts as the provider reports them, normalised: `input_tokens` includes cached
+    input, `output_tokens` includes reasoning. `None` means the provider did not say."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+
+UNVERIFIED = "unverified"  # a reply that does not name who served it
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A normalised model reply. `message` is what to append to the conversation."""
+
+    text: str | None
+    tool_calls: tuple[ToolCall, ...]
+    finish_reason: str | None
+    response_id: str | None
+    model: str | None  # actual model, as the reply names it
+    provider: str  # actual provider, or UNVERIFIED
+    usage: Usage
+    message: AssistantMessage
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Cost of one attempt in USD. `source` is `gateway` (reported in the reply), `price_table`
+    (computed; `price_table` names the table version) or `unknown` (usd is None)."""
+
+    usd: float | None
+    source: Literal["gateway", "price_table", "unknown"]
+    price_table: str | None = None
+    computed_usd: float | None = None  # when the gateway reported one, what the table says
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One HTTP attempt (or one offline call) with everything the audit needs."""
+
+    label: str
+    number: int  # 1-based within the logical call
+    purpose: str
+    requested_model: str
+    requested_provider: str
+    actual_model: str | None
+    actual_provider: str | None  # None when there was no usable reply
+    temperature: float | str | None  # "not supported" where the model does not take one
+    reasoning_effort: str | None
+    started_at: str
+    ended_at: str
+    queue_ms: float
+    duration_ms: float
+    http_status: int | None
+    outcome: Literal["ok", "retry", "failed"]
+    error: str | None
+    response_id: str | None
+    finish_reason: str | None
+    usage: Usage
+    cost: Cost
+    request_path: str | None  # raw files, relative to the run folder
+    response_path: str | None
+
+
+@dataclass(frozen=True)
+class ModelResult:
+    reply: Reply
+    attempts: tuple[Attempt, ...]
+
+
+# -- the seams ------------------------------------------------------------------------------
+
+
+class RawSink(Protocol):
+    """Where raw wire bytes go. `write` must have made the bytes durable before it returns,
+    and returns the path relative to the run folder."""
+
+    def write(self, name: str, data: bytes) -> str: ...
+
+
+class Model(Protocol):
+    """The one model protocol."""
+
+    name: str  # slug used in case ids
+    provider: str  # configured provider: openai | anthropic | google | scripted | baseline
+    model: str  # requested model id
+
+    def complete(self, request: ModelRequest, sink: RawSink) -> ModelResult: ...

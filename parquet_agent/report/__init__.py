@@ -1,0 +1,1 @@
+"""report piece of parquet_agent."""

@@ -1,0 +1,1 @@
+"""store piece of parquet_agent."""

@@ -1,0 +1,1 @@
+"""tools piece of parquet_agent."""
