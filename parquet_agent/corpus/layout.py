@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute below)
 import pyarrow.parquet as pq
 
 from parquet_agent.corpus.schema import CORPUS_SCHEMA
@@ -111,3 +112,65 @@ class LayoutWriter:
             self.close()
         else:
             self._writer.close()
+
+
+# A row group whose Markdown exceeds this (uncompressed column chunk) is too big for a 128 MiB
+# worker to serve quickly: 32 MiB groups took 39 ms per lookup, 64 MiB 108 ms, and a 170 MiB
+# compressed chunk fails outright (notes B.3e, B.6e). A group of one row is exempt: a single
+# multi-MB cell cannot be split.
+TOOL_READY_MAX_GROUP_BYTES = 32 * 1024 * 1024
+
+
+def _file_layout_reasons(path: Path) -> list[str]:
+    """Why one Parquet file is not tool-ready (empty when it is)."""
+    pf = pq.ParquetFile(path)
+    meta = pf.metadata
+    names = meta.schema.to_arrow_schema().names
+    if "file_stem" not in names or "parsed_md" not in names:
+        return [f"{path.name}: lacks file_stem or parsed_md"]
+    stem_i, md_i = names.index("file_stem"), names.index("parsed_md")
+    reasons: list[str] = []
+    too_big = []
+    no_bloom = 0
+    for g in range(meta.num_row_groups):
+        rg = meta.row_group(g)
+        md_bytes = rg.column(md_i).total_uncompressed_size
+        if rg.num_rows > 1 and md_bytes > TOOL_READY_MAX_GROUP_BYTES:
+            too_big.append((g, md_bytes))
+        if rg.column(stem_i).bloom_filter_offset is None:
+            no_bloom += 1
+    if too_big:
+        g, b = max(too_big, key=lambda x: x[1])
+        reasons.append(
+            f"{path.name}: {len(too_big)} of {meta.num_row_groups} row group(s) hold more than "
+            f"{TOOL_READY_MAX_GROUP_BYTES >> 20} MiB of Markdown (largest: group {g}, "
+            f"{b / 2**20:.0f} MiB); a 128 MiB tool worker cannot read them"
+        )
+    if no_bloom:
+        reasons.append(f"{path.name}: {no_bloom} row group(s) have no bloom filter on file_stem")
+    # sortedness: read the (small) file_stem column group by group, never parsed_md
+    last = None
+    for g in range(meta.num_row_groups):
+        stems = pf.read_row_group(g, columns=["file_stem"]).column(0).combine_chunks()
+        if len(stems) == 0:
+            continue
+        unsorted = len(stems) > 1 and not pa.compute.all(
+            pa.compute.less_equal(stems.slice(0, len(stems) - 1), stems.slice(1))
+        ).as_py()
+        first = stems[0].as_py()
+        if unsorted or (last is not None and first is not None and first < last):
+            reasons.append(f"{path.name}: rows are not sorted by file_stem (from row group {g})")
+            break
+        last = stems[len(stems) - 1].as_py()
+    return reasons
+
+
+def is_tool_ready(folder: str | Path) -> tuple[bool, list[str]]:
+    """Whether every `*.parquet` at the top of `folder` has the tool-ready layout, and if not,
+    one reason per problem (file named). Reads footers and the `file_stem` column only."""
+    folder = Path(folder)
+    paths = sorted(p for p in folder.glob("*.parquet") if p.is_file())
+    if not paths:
+        return False, [f"{folder}: no *.parquet files"]
+    reasons = [r for p in paths for r in _file_layout_reasons(p)]
+    return not reasons, reasons

@@ -1,0 +1,95 @@
+"""The `parquet-agent corpus ...` subcommands.
+
+    corpus build --rows N --out DIR [--seed S]   synthetic corpus (+ questions, manifest), then index
+    corpus prepare SRC --out DIR                 rewrite any corpus into the tool-ready layout
+    corpus index DIR                             build DIR/_index/ (locations + issuer headers)
+    corpus verify DIR [--manifest FILE]          compare DIR with a manifest; say if tool-ready
+
+Each handler returns an exit status; designed errors (CorpusError, ...) propagate to cli.py,
+which prints them and exits 2. `verify` exits 1 when the folder differs from the manifest or is
+not tool-ready (a finding, not an error in the command).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def _build(args: argparse.Namespace) -> int:
+    from parquet_agent.corpus.index import build_index
+    from parquet_agent.corpus.synthetic import build_corpus
+
+    out = Path(args.out)
+    result = build_corpus(out, rows=args.rows, seed=args.seed)
+    print(result.summary())
+    print(build_index(out).summary())
+    return 0
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    from parquet_agent.corpus.prepare import prepare
+
+    result = prepare(Path(args.src), Path(args.out), row_group_mib=args.row_group_mib)
+    print(result.summary())
+    if not args.no_index:
+        from parquet_agent.corpus.index import build_index
+
+        print(build_index(Path(args.out)).summary())
+    return 0
+
+
+def _index(args: argparse.Namespace) -> int:
+    from parquet_agent.corpus.index import build_index
+
+    print(build_index(Path(args.dir)).summary())
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from parquet_agent.corpus.verify import verify
+
+    report = verify(Path(args.dir), Path(args.manifest) if args.manifest else None)
+    print(report.describe())
+    return 0 if report.ok else 1
+
+
+def register(subparsers) -> None:
+    corpus = subparsers.add_parser(
+        "corpus", help="build, prepare, index and verify corpora of SEC filings in Parquet"
+    )
+    sub = corpus.add_subparsers(dest="corpus_command", metavar="SUBCOMMAND", required=True)
+
+    p = sub.add_parser("build", help="write a synthetic SEC corpus with questions, then index it")
+    p.add_argument("--rows", type=int, required=True, help="number of filing rows")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same files)")
+    p.set_defaults(handler=_build)
+
+    p = sub.add_parser(
+        "prepare",
+        help="rewrite a corpus into the tool-ready layout (sorted, byte-capped row groups, "
+        "bloom filter), verify it row for row and record its lineage",
+    )
+    p.add_argument("src", help="folder of Parquet files in the corpus schema")
+    p.add_argument("--out", required=True, help="output folder (must not hold Parquet files)")
+    p.add_argument(
+        "--row-group-mib", type=int, default=12, help="Markdown per row group (default 12 MiB)"
+    )
+    p.add_argument("--no-index", action="store_true", help="skip building the sidecar index")
+    p.set_defaults(handler=_prepare)
+
+    p = sub.add_parser("index", help="build the sidecar index and header table under DIR/_index/")
+    p.add_argument("dir", help="corpus folder")
+    p.set_defaults(handler=_index)
+
+    p = sub.add_parser(
+        "verify",
+        help="check a corpus folder against a manifest (files, rows, bytes, hashes) and "
+        "whether its layout is tool-ready; exit 1 when anything differs",
+    )
+    p.add_argument("dir", help="corpus folder")
+    p.add_argument(
+        "--manifest", help="manifest JSON (default: DIR/manifest.json); see data_manifest/"
+    )
+    p.set_defaults(handler=_verify)
