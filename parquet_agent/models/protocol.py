@@ -168,6 +168,9 @@ class Attempt:
     cost: Cost
     request_path: str | None  # raw files, relative to the run folder
     response_path: str | None
+    # Added by the models piece: what else the audit should see about this attempt (provider
+    # pin checks, settings not sent because the model does not take them, ...).
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

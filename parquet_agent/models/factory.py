@@ -1,0 +1,83 @@
+"""`build_model(spec, env=...)`: the model for one config entry, with its recording transport.
+
+For `openai`, `anthropic` and `google` it reads the key from `env[spec.api_key_env]` (default
+`os.environ`) once, builds the official SDK client with its own retries off and an
+`httpx2.Client` whose transport is a `RecordingTransport` that knows the key (to keep it off
+disk), and wraps the client in the adapter. `scripted` and `baseline` need no network.
+A missing key is a `ConfigError` that names the variable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Mapping
+
+import httpx2
+
+from parquet_agent.errors import ConfigError
+from parquet_agent.models.protocol import GenerationSettings, Model
+from parquet_agent.models.retry import RetryPolicy
+from parquet_agent.models.spec import ModelSpec
+from parquet_agent.models.transport import RecordingTransport
+
+
+def build_model(spec: ModelSpec, *, env: Mapping[str, str] | None = None,
+                retry: RetryPolicy | None = None) -> Model:
+    if spec.provider == "scripted":
+        from parquet_agent.models.scripted import ScriptedModel
+
+        replies = json.loads(Path(spec.script).read_text()) if spec.script else []
+        return ScriptedModel(replies, name=spec.name, model=spec.model)
+    if spec.provider == "baseline":
+        from parquet_agent.models.baseline import BaselineModel
+
+        return BaselineModel(name=spec.name, model=spec.model)
+    env = os.environ if env is None else env
+    key = env.get(spec.api_key_env or "")
+    if not key:
+        raise ConfigError(
+            f"model {spec.name!r}: environment variable {spec.api_key_env!r} is not set; export "
+            "the provider's API key under that name (the config holds only the name)"
+        )
+    transport = RecordingTransport(httpx2.HTTPTransport(), secrets=[key])
+    http = httpx2.Client(transport=transport, timeout=httpx2.Timeout(spec.timeout_s, connect=10.0))
+    common = dict(
+        name=spec.name,
+        model=spec.model,
+        official_endpoint=spec.base_url is None,
+        defaults=GenerationSettings(temperature=spec.temperature,
+                                    reasoning_effort=spec.reasoning_effort),
+        retry=retry or RetryPolicy(max_attempts=spec.max_attempts),
+    )
+    if spec.provider == "openai":
+        import openai
+
+        from parquet_agent.models.openai_chat import OpenAIChatModel
+
+        client = openai.OpenAI(api_key=key, base_url=spec.base_url, max_retries=0,
+                               http_client=http, timeout=spec.timeout_s)
+        return OpenAIChatModel(client, transport, provider_pin=spec.provider_pin,
+                               fail_on_pin_mismatch=spec.fail_on_pin_mismatch,
+                               tool_call_content=spec.tool_call_content,
+                               max_tokens_field=spec.max_tokens_field, **common)
+    if spec.provider == "anthropic":
+        import anthropic
+
+        from parquet_agent.models.anthropic_messages import AnthropicMessagesModel
+
+        client = anthropic.Anthropic(api_key=key, base_url=spec.base_url, max_retries=0,
+                                     http_client=http, timeout=spec.timeout_s)
+        return AnthropicMessagesModel(client, transport, **common)
+    if spec.provider == "google":
+        from google import genai
+        from google.genai import types
+
+        from parquet_agent.models.gemini import GeminiModel
+
+        options = types.HttpOptions(base_url=spec.base_url, httpx_client=http,
+                                    timeout=int(spec.timeout_s * 1000))
+        client = genai.Client(api_key=key, http_options=options)
+        return GeminiModel(client, transport, **common)
+    raise ConfigError(f"model {spec.name!r}: unknown provider {spec.provider!r}")

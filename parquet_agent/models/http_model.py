@@ -1,0 +1,243 @@
+"""The attempt loop shared by the provider adapters (OpenAI, Anthropic, Gemini).
+
+`HttpModel.complete(request, sink)` runs up to `retry.max_attempts` attempts. Each attempt is
+one SDK call (SDK retries are off) inside `RecordingTransport.exchange(sink,
+"<label>.attempt-NN")`, so its request and response are on disk before the SDK parses them.
+A subclass implements `_call(request) -> _Outcome`: translate the neutral conversation to its
+wire format, call its SDK, normalise the reply. Failures are classified by `retry.classify`;
+retryable ones back off and try again, others fail fast. Every attempt becomes a frozen
+`Attempt`; when none succeeds, `ModelCallError` carries them all.
+
+Provider identity: when the client talks to the provider's own endpoint (no `base_url`), the
+endpoint names the provider; behind a `base_url` (gateway, local server, fake) only the reply
+can, and a reply that names none is `unverified`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Callable
+
+import httpx2
+import pydantic
+
+from parquet_agent.errors import ModelCallError
+from parquet_agent.models.prices import PriceTable
+from parquet_agent.models.protocol import (
+    Attempt,
+    Cost,
+    GenerationSettings,
+    ModelRequest,
+    ModelResult,
+    RawSink,
+    Reply,
+    Usage,
+)
+from parquet_agent.models.retry import (
+    Failure,
+    MalformedReplyError,
+    PinMismatchError,
+    RetryPolicy,
+    classify,
+)
+from parquet_agent.models.transport import RecordingTransport
+
+NOT_SUPPORTED = "not supported"
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What one successful SDK call gave: the reply, a gateway-reported cost and notes.
+    `fatal` (e.g. a provider-pin mismatch) fails the attempt without a retry."""
+
+    reply: Reply
+    gateway_usd: float | None = None
+    notes: tuple[str, ...] = ()
+    fatal: str | None = None
+
+
+@dataclass(frozen=True)
+class SentSettings:
+    """Generation settings as sent: the value, or NOT_SUPPORTED when the model takes none."""
+
+    temperature: float | str | None
+    reasoning_effort: str | None
+    max_output_tokens: int
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+class HttpModel:
+    """Base of the SDK adapters; see the module docstring."""
+
+    provider = "?"
+    _sdk_errors: tuple[type[BaseException], ...] = ()
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        model: str,
+        transport: RecordingTransport,
+        official_endpoint: bool,
+        defaults: GenerationSettings | None = None,
+        retry: RetryPolicy | None = None,
+        prices: PriceTable | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        seed: int = 0,
+    ):
+        self.name = name
+        self.model = model
+        self.transport = transport
+        self.official_endpoint = official_endpoint
+        self.defaults = defaults or GenerationSettings()
+        self.retry = retry or RetryPolicy()
+        self.prices = prices or PriceTable.load()
+        self._sleep = sleep
+        self._rng = random.Random(seed)
+
+    # -- for subclasses ------------------------------------------------------------------
+
+    def _call(self, request: ModelRequest, sent: SentSettings) -> _Outcome:
+        raise NotImplementedError
+
+    def _sent_settings(self, settings: GenerationSettings) -> SentSettings:
+        raise NotImplementedError
+
+    def _provider_identity(self, named: str | None) -> str:
+        if named:
+            return named
+        if self.official_endpoint:
+            return self.provider
+        from parquet_agent.models.protocol import UNVERIFIED
+
+        return UNVERIFIED
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def settings_for(self, request: ModelRequest) -> GenerationSettings:
+        """Request settings, with this model's configured defaults where the request has none."""
+        s, d = request.settings, self.defaults
+        return GenerationSettings(
+            temperature=s.temperature if s.temperature is not None else d.temperature,
+            reasoning_effort=s.reasoning_effort or d.reasoning_effort,
+            max_output_tokens=s.max_output_tokens,
+            tool_choice=s.tool_choice,
+        )
+
+    def complete(self, request: ModelRequest, sink: RawSink) -> ModelResult:
+        sent = self._sent_settings(self.settings_for(request))
+        attempts: list[Attempt] = []
+        wait_s = 0.0
+        failure: Failure | None = None
+        for number in range(1, self.retry.max_attempts + 1):
+            started_at = _utc_now()
+            t0 = time.perf_counter()
+            outcome: _Outcome | None = None
+            malformed: MalformedReplyError | None = None
+            with self.transport.exchange(sink, f"{request.label}.attempt-{number:02d}") as ex:
+                try:
+                    outcome = self._call(request, sent)
+                    failure = None
+                    if outcome.fatal:
+                        failure = classify(ex, PinMismatchError(outcome.fatal))
+                except (
+                    MalformedReplyError,
+                    json.JSONDecodeError,
+                    httpx2.HTTPError,
+                    pydantic.ValidationError,
+                    *self._sdk_errors,
+                ) as exc:
+                    failure = classify(ex, exc)
+                    if isinstance(exc, MalformedReplyError):
+                        malformed = exc
+            duration_ms = (time.perf_counter() - t0) * 1000.0
+            attempt = self._attempt(
+                request, sent, number, started_at, duration_ms, wait_s * 1000.0, ex, outcome,
+                malformed, failure,
+            )
+            attempts.append(attempt)
+            if failure is None and outcome is not None:
+                return ModelResult(reply=outcome.reply, attempts=tuple(attempts))
+            if not failure.retryable or number == self.retry.max_attempts:
+                break
+            wait_s = self.retry.delay(number, failure.retry_after_s, self._rng)
+            self._sleep(wait_s)
+        assert failure is not None
+        what = "failed and is not retryable" if not failure.retryable else "failed"
+        raise ModelCallError(
+            f"model {self.name!r} ({self.provider} {self.model}): attempt {len(attempts)} {what} "
+            f"after {len(attempts)} attempt(s): {failure.message}. "
+            + _advice(failure),
+            tuple(attempts),
+            retryable=failure.retryable,
+        )
+
+    def _attempt(self, request, sent, number, started_at, duration_ms, queue_ms, ex, outcome,
+                 malformed, failure) -> Attempt:
+        reply = outcome.reply if outcome else None
+        usage = reply.usage if reply else (malformed.usage if malformed and malformed.usage else Usage())
+        actual_model = reply.model if reply else (malformed.model if malformed else None)
+        notes = list(sent.notes) + (list(outcome.notes) if outcome else [])
+        if reply is None and usage.input_tokens is None:
+            cost = Cost(None, "unknown", self.prices.version, None,
+                        "no usage reported (failed attempt)")
+        else:
+            cost = self.prices.cost(
+                (actual_model, self.model), usage,
+                gateway_usd=outcome.gateway_usd if outcome else None,
+            )
+        if failure is None:
+            outcome_kind = "ok"
+        elif failure.retryable and number < self.retry.max_attempts:
+            outcome_kind = "retry"
+        else:
+            outcome_kind = "failed"
+        return Attempt(
+            label=request.label,
+            number=number,
+            purpose=request.purpose,
+            requested_model=self.model,
+            requested_provider=self.provider,
+            actual_model=actual_model,
+            actual_provider=reply.provider if reply else None,
+            temperature=sent.temperature,
+            reasoning_effort=sent.reasoning_effort,
+            started_at=started_at,
+            ended_at=_utc_now(),
+            queue_ms=round(queue_ms, 3),
+            duration_ms=round(duration_ms, 3),
+            http_status=ex.status,
+            outcome=outcome_kind,
+            error=None if failure is None else f"[{failure.kind}] {failure.message}",
+            response_id=reply.response_id if reply else (malformed.response_id if malformed else None),
+            finish_reason=reply.finish_reason if reply else None,
+            usage=usage,
+            cost=cost,
+            request_path=ex.request_path,
+            response_path=ex.response_path,
+            notes=tuple(notes),
+        )
+
+
+def _advice(failure: Failure) -> str:
+    if failure.kind == "http_4xx":
+        return ("The provider rejected the request: check the model id, the API key variable, "
+                "base_url and the settings in the config; the raw response file has the details.")
+    if failure.kind == "pin":
+        return ("The gateway served another provider than provider_pin allows; change the pin, "
+                "or set fail_on_pin_mismatch = false to record the mismatch and continue.")
+    return ("The provider kept failing (rate limit, outage, network or malformed replies); "
+            "try again later or raise max_attempts.")
+
+
+def _utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def tokens(value) -> int | None:
+    """An SDK token count as int, or None when the provider did not say."""
+    return None if value is None else int(value)

@@ -1,0 +1,148 @@
+"""Prices and cost: a dated, versioned price table, and the cost of one attempt.
+
+The bundled table is `prices.json` next to this module (USD per 1M tokens: `input`,
+`cached_input`, `output`, `reasoning`; each entry names its source). `PriceTable.load(path=None)`
+reads it (or another file with the same shape). `PriceTable.cost(model, usage, gateway_usd=...)`
+returns a `Cost`:
+
+- a gateway-reported cost (e.g. OpenRouter `usage.cost`) is preferred: `source="gateway"`, with
+  the table's figure in `computed_usd` and a note when the two disagree by more than 1 % + $1e-6;
+- else the table's figure: `source="price_table"`, `price_table` = the table version;
+- an unknown model gives `usd=None`, `source="unknown"` and a logged warning: never zero.
+
+Usage is normalised (protocol.Usage): input includes cached, output includes reasoning. Cost =
+(input - cached)·input + cached·cached_input + (output - reasoning)·output + reasoning·reasoning.
+A missing `cached_input` or `reasoning` price falls back to `input` / `output`, said in the note.
+Model ids are matched exactly, then without a `vendor/` or `models/` prefix, then without a
+date suffix (`-2025-08-07`, `-20251001`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+from parquet_agent.models.protocol import Cost, Usage
+
+log = logging.getLogger(__name__)
+_DATE_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")
+
+
+@dataclass(frozen=True)
+class Price:
+    model: str
+    vendor: str
+    input: float
+    output: float
+    cached_input: float | None
+    reasoning: float | None
+    temperature: bool  # whether the model takes a temperature (False for reasoning-only models)
+    source: str
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    version: str
+    retrieved: str
+    prices: Mapping[str, Price]
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> "PriceTable":
+        if path is None:
+            raw = resources.files("parquet_agent.models").joinpath("prices.json").read_text()
+        else:
+            raw = Path(path).read_text()
+        data = json.loads(raw)
+        prices = {
+            model: Price(
+                model=model,
+                vendor=e["vendor"],
+                input=float(e["input"]),
+                output=float(e["output"]),
+                cached_input=_opt(e.get("cached_input")),
+                reasoning=_opt(e.get("reasoning")),
+                temperature=bool(e.get("temperature", True)),
+                source=e.get("source", ""),
+            )
+            for model, e in data["models"].items()
+        }
+        return cls(version=data["version"], retrieved=data["retrieved"], prices=prices)
+
+    def lookup(self, model: str | None) -> Price | None:
+        if not model:
+            return None
+        candidates = [model]
+        if "/" in model:
+            candidates.append(model.rsplit("/", 1)[1])
+        for c in list(candidates):
+            stripped = _DATE_SUFFIX.sub("", c)
+            if stripped != c:
+                candidates.append(stripped)
+        for c in candidates:
+            if c in self.prices:
+                return self.prices[c]
+        return None
+
+    def cost(
+        self,
+        models: tuple[str | None, ...],
+        usage: Usage,
+        *,
+        gateway_usd: float | None = None,
+    ) -> Cost:
+        """Cost of one attempt. `models` are tried in order (actual model first, then requested)."""
+        price = next((p for p in (self.lookup(m) for m in models) if p is not None), None)
+        computed, note = (None, None)
+        if price is not None:
+            computed, note = _compute(price, usage)
+        if gateway_usd is not None:
+            if computed is not None and abs(computed - gateway_usd) > 0.01 * gateway_usd + 1e-6:
+                note = _join(
+                    note,
+                    f"gateway reported ${gateway_usd:.6f}, price table {self.version} gives "
+                    f"${computed:.6f}",
+                )
+            return Cost(gateway_usd, "gateway", self.version if computed is not None else None,
+                        computed, note)
+        if computed is None:
+            names = ", ".join(m for m in models if m) or "(none)"
+            why = note or f"no price for {names} in price table {self.version}"
+            log.warning("cost unknown: %s", why)
+            return Cost(None, "unknown", self.version, None, why)
+        return Cost(computed, "price_table", self.version, None, note)
+
+
+def _compute(price: Price, usage: Usage) -> tuple[float | None, str | None]:
+    if usage.input_tokens is None or usage.output_tokens is None:
+        return None, f"usage lacks token counts; cannot price {price.model}"
+    notes = []
+    cached = usage.cached_tokens or 0
+    reasoning = usage.reasoning_tokens or 0
+    cached_price = price.cached_input
+    if cached and cached_price is None:
+        cached_price = price.input
+        notes.append("no cached-input price: cached tokens priced as input")
+    reasoning_price = price.reasoning
+    if reasoning and reasoning_price is None:
+        reasoning_price = price.output
+        notes.append("no reasoning price: reasoning tokens priced as output")
+    usd = (
+        (usage.input_tokens - cached) * price.input
+        + cached * (cached_price or 0.0)
+        + (usage.output_tokens - reasoning) * price.output
+        + reasoning * (reasoning_price or 0.0)
+    ) / 1_000_000
+    return usd, "; ".join(notes) or None
+
+
+def _opt(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _join(a: str | None, b: str) -> str:
+    return f"{a}; {b}" if a else b

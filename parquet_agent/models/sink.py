@@ -1,0 +1,85 @@
+"""`DirectorySink`: the simplest durable `RawSink` — one file per raw record under a folder.
+
+Contract: `write(name, data)` makes `data` durable (temp file, fsync, atomic rename, fsync of
+the directory) before it returns the path relative to `root`. A name is a relative,
+`/`-separated path; anything outside `[A-Za-z0-9._+=@-]` in a segment becomes `_`, and `..`
+cannot escape the folder. Files are never overwritten: writing the same bytes under an existing
+name returns that name; different bytes get a `~2`, `~3`, ... suffix, so a resumed run that reuses
+a label keeps both records. Safe to share between threads.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from pathlib import Path
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+=@-]")
+
+
+def safe_name(name: str) -> str:
+    """Return `name` as a relative path whose segments are safe file names."""
+    parts = []
+    for part in name.replace("\\", "/").split("/"):
+        part = _UNSAFE.sub("_", part).strip()
+        if part in ("", ".", ".."):
+            continue
+        parts.append(part)
+    if not parts:
+        raise ValueError(f"raw record name {name!r} has no usable path segment")
+    return "/".join(parts)
+
+
+class DirectorySink:
+    """Write raw records as files under `root/prefix/`; returns paths relative to `root`."""
+
+    def __init__(self, root: Path, prefix: str = "raw"):
+        self.root = Path(root)
+        self.prefix = safe_name(prefix) if prefix else ""
+        self._lock = threading.Lock()  # name allocation only; the write itself is per file
+
+    def write(self, name: str, data: bytes) -> str:
+        rel = safe_name(name)
+        if self.prefix:
+            rel = f"{self.prefix}/{rel}"
+        with self._lock:
+            rel = self._free_name(rel, data)
+            if rel is None:
+                raise AssertionError("unreachable")
+            target = self.root / rel
+            if target.exists():  # identical bytes already stored under this name
+                return rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+            _fsync_dir(target.parent)
+        return rel
+
+    def _free_name(self, rel: str, data: bytes) -> str:
+        stem, dot, ext = rel.rpartition(".") if "." in rel.rsplit("/", 1)[-1] else (rel, "", "")
+        candidate, n = rel, 1
+        while (self.root / candidate).exists():
+            if (self.root / candidate).read_bytes() == data:
+                return candidate
+            n += 1
+            candidate = f"{stem}~{n}{dot}{ext}" if dot else f"{rel}~{n}"
+        return candidate
+
+
+def _fsync_dir(path: Path) -> None:
+    # The rename is only durable once the directory entry is; not supported on every OS.
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,250 @@
+"""The recording transport: every HTTP exchange is on disk before anything interprets it.
+
+`RecordingTransport(inner, secrets=...)` wraps an `httpx2` transport and is passed to the SDK
+client (`httpx2.Client(transport=...)`). An adapter opens `transport.exchange(sink, name)`
+around one SDK call (one attempt; SDK retries are off); inside it, each HTTP request is
+
+1. written to `sink` as `<name>.request.json` (method, URL, headers and the exact body) with
+   credentials removed, **before** it is sent;
+2. sent through `inner`; the response body is read in full;
+3. written as `<name>.response.json` (status, headers, body) **before** the SDK sees it. A
+   transport failure (timeout, dropped connection) is written there too, as `error`.
+
+The SDK then parses exactly the bytes that were written (content-decoded; a credential echoed in
+the body is replaced by `REDACTED` in both). Credentials are: `Authorization`, `x-api-key`,
+`x-goog-api-key`, `api-key` and similar headers, `key=`-style query parameters, and every
+`secrets` value wherever it appears. A request outside an `exchange` raises: nothing goes out
+unrecorded. The open exchange is per thread, so one transport serves concurrent calls.
+
+Bodies are stored as UTF-8 text when they decode strictly (JSON escaping keeps them exact),
+else base64; `body_sha256` is over the bytes as sent / as parsed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+import httpx2
+
+from parquet_agent.models.protocol import RawSink
+
+SCHEMA_VERSION = 1
+REDACTED = "[REDACTED-CREDENTIAL]"
+_CREDENTIAL_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "x-goog-api-key",
+        "api-key",
+        "openai-api-key",
+        "anthropic-api-key",
+        "cookie",
+        "set-cookie",
+    }
+)
+_CREDENTIAL_PARAMS = frozenset({"key", "api_key", "apikey", "api-key", "access_token", "token"})
+
+
+@dataclass
+class Exchange:
+    """What the transport saw during one attempt. Mutable scratch owned by one thread; the
+    adapter turns it into a frozen `Attempt`."""
+
+    sink: RawSink
+    name: str
+    request_path: str | None = None
+    response_path: str | None = None
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+    error: str | None = None  # transport-level failure (timeout, dropped connection)
+    error_kind: str | None = None  # "timeout" | "network"
+    http_count: int = 0
+    sent_at: float | None = None  # perf_counter of the first send
+
+
+class UnrecordedRequestError(RuntimeError):
+    """An SDK sent a request outside `RecordingTransport.exchange`: a bug in the caller."""
+
+
+class RecordingTransport(httpx2.BaseTransport):
+    """Wrap `inner`, recording each request and response into the open exchange's sink."""
+
+    def __init__(self, inner: httpx2.BaseTransport, *, secrets: Sequence[str] = ()):
+        self._inner = inner
+        # Short values would redact ordinary words; real keys are long.
+        self._secrets = tuple(s for s in secrets if s and len(s) >= 8)
+        self._local = threading.local()
+
+    @contextmanager
+    def exchange(self, sink: RawSink, name: str) -> Iterator[Exchange]:
+        """Record every request made by this thread inside the block under `name`."""
+        previous = getattr(self._local, "current", None)
+        current = Exchange(sink=sink, name=name)
+        self._local.current = current
+        try:
+            yield current
+        finally:
+            self._local.current = previous
+
+    # -- httpx2 transport API -------------------------------------------------------------
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        ex: Exchange | None = getattr(self._local, "current", None)
+        if ex is None:
+            raise UnrecordedRequestError(
+                f"{request.method} {request.url.copy_with(query=None)} was attempted outside a "
+                "recorded exchange; wrap the SDK call in RecordingTransport.exchange(...)"
+            )
+        ex.http_count += 1
+        name = ex.name if ex.http_count == 1 else f"{ex.name}.http-{ex.http_count}"
+        body = request.read()
+        ex.request_path = ex.sink.write(f"{name}.request.json", self._request_record(request, body))
+        ex.sent_at = ex.sent_at or time.perf_counter()
+        try:
+            response = self._inner.handle_request(request)
+            try:
+                data = response.read()  # content-decoded bytes: what the SDK will parse
+            finally:
+                response.close()
+        except httpx2.TransportError as exc:
+            ex.error = f"{type(exc).__name__}: {exc}"
+            ex.error_kind = "timeout" if isinstance(exc, httpx2.TimeoutException) else "network"
+            ex.response_path = ex.sink.write(
+                f"{name}.response.json", self._failure_record(request, ex.error, ex.error_kind)
+            )
+            raise
+        data = self._scrub(data)
+        headers = [
+            (k, v)
+            for k, v in response.headers.multi_items()
+            if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+        ]
+        headers.append(("content-length", str(len(data))))
+        ex.status = response.status_code
+        ex.headers = {k.lower(): v for k, v in headers}
+        ex.body = data
+        ex.error = ex.error_kind = None
+        ex.response_path = ex.sink.write(
+            f"{name}.response.json", self._response_record(request, response, headers, data)
+        )
+        extensions = {
+            k: v for k, v in response.extensions.items() if k in ("http_version", "reason_phrase")
+        }
+        return httpx2.Response(
+            response.status_code,
+            headers=headers,
+            content=data,
+            request=request,
+            extensions=extensions,
+        )
+
+    def close(self) -> None:
+        self._inner.close()
+
+    # -- records ------------------------------------------------------------------------
+
+    def _scrub(self, data: bytes) -> bytes:
+        for secret in self._secrets:
+            data = data.replace(secret.encode(), REDACTED.encode())
+        return data
+
+    def _scrub_text(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, REDACTED)
+        return text
+
+    def _headers(self, items: list[tuple[str, str]]) -> list[list[str]]:
+        out = []
+        for k, v in items:
+            if k.lower() in _CREDENTIAL_HEADERS:
+                v = REDACTED
+            out.append([k, self._scrub_text(v)])
+        return out
+
+    def _url(self, url: httpx2.URL) -> str:
+        params = [
+            (k, REDACTED if k.lower() in _CREDENTIAL_PARAMS else v)
+            for k, v in url.params.multi_items()
+        ]
+        clean = url.copy_with(query=None) if not params else url.copy_with(params=params)
+        return self._scrub_text(str(clean))
+
+    def _request_record(self, request: httpx2.Request, body: bytes) -> bytes:
+        record = {
+            "schema_version": SCHEMA_VERSION,
+            "kind": "http_request",
+            "recorded_at": _utc_now(),
+            "method": request.method,
+            "url": self._url(request.url),
+            "headers": self._headers(request.headers.multi_items()),
+            "body_sha256": hashlib.sha256(body).hexdigest(),
+            **_body_fields(self._scrub(body)),
+        }
+        if self._scrub(body) != body:
+            record["note"] = "a credential value inside the request body was redacted"
+        return _dump(record)
+
+    def _response_record(self, request, response, headers, data: bytes) -> bytes:
+        return _dump(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "kind": "http_response",
+                "recorded_at": _utc_now(),
+                "method": request.method,
+                "url": self._url(request.url),
+                "status": response.status_code,
+                "http_version": response.extensions.get("http_version", b"").decode() or None,
+                "headers": self._headers(headers),
+                "body_sha256": hashlib.sha256(data).hexdigest(),
+                **_body_fields(data),
+            }
+        )
+
+    def _failure_record(self, request, error: str, kind: str) -> bytes:
+        return _dump(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "kind": "http_response",
+                "recorded_at": _utc_now(),
+                "method": request.method,
+                "url": self._url(request.url),
+                "status": None,
+                "error": self._scrub_text(error),
+                "error_kind": kind,
+            }
+        )
+
+
+def _body_fields(data: bytes) -> dict:
+    try:
+        return {"body_encoding": "utf-8", "body": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"body_encoding": "base64", "body": base64.b64encode(data).decode("ascii")}
+
+
+def _dump(record: dict) -> bytes:
+    return json.dumps(record, ensure_ascii=False, indent=1).encode("utf-8")
+
+
+def _utc_now() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def read_body(record: dict) -> bytes:
+    """The exact body bytes of a request/response record written by this module."""
+    if record.get("body") is None:
+        return b""
+    if record.get("body_encoding") == "base64":
+        return base64.b64decode(record["body"])
+    return record["body"].encode("utf-8")
