@@ -49,7 +49,11 @@ def _index(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     from parquet_agent.corpus.verify import verify
 
-    report = verify(Path(args.dir), Path(args.manifest) if args.manifest else None)
+    report = verify(
+        Path(args.dir),
+        Path(args.manifest) if args.manifest else None,
+        require_tool_ready=args.require_tool_ready,
+    )
     print(report.describe())
     return 0 if report.ok else 1
 
@@ -91,5 +95,8 @@ def register(subparsers) -> None:
     p.add_argument("dir", help="corpus folder")
     p.add_argument(
         "--manifest", help="manifest JSON (default: DIR/manifest.json); see data_manifest/"
+    )
+    p.add_argument(
+        "--require-tool-ready", action="store_true", help="also exit 1 when the layout is not tool-ready"
     )
     p.set_defaults(handler=_verify)

@@ -15,7 +15,8 @@ Contract of the file (`schema_version` 1)::
 
 `write_corpus_manifest(folder, *, origin)` takes the snapshot itself (so call it after the
 Parquet files are final) and checks the layout with `is_tool_ready`; `read_corpus_manifest(folder)`
-returns a frozen `CorpusManifest`. `files` repeats the snapshot's per-file figures in a flat,
+returns a frozen `CorpusManifest`. `files` repeats the snapshot's per-file figures (plus `rows_digest`, the order-independent
+digest of (file_stem, md5) pairs from `verify.rows_digest`) in a flat,
 human-readable form so that the same file can serve as an expected-shape manifest for
 `corpus verify` (see `parquet_agent.corpus.verify`).
 """
@@ -45,6 +46,7 @@ class CorpusManifest:
     tool_ready: bool
     layout_reasons: tuple[str, ...]
     created_at: str
+    rows_digests: dict = field(default_factory=dict, compare=False)  # file name -> rows_digest
     path: Path | None = field(default=None, compare=False)
 
     @property
@@ -70,6 +72,7 @@ class CorpusManifest:
                     "row_groups": f.row_groups,
                     "content_hash": f.content_hash,
                 }
+                | ({"rows_digest": self.rows_digests[f.name]} if f.name in self.rows_digests else {})
                 for f in self.snapshot.files
             ],
             "snapshot": self.snapshot.to_json(),
@@ -93,6 +96,7 @@ def write_corpus_manifest(
     `folder/manifest.json` atomically. Returns the path written."""
     # imported here: layout checks read Parquet metadata and pull in pyarrow.compute
     from parquet_agent.corpus.layout import LAYOUT_VERSION, is_tool_ready
+    from parquet_agent.corpus.verify import rows_digest
 
     if kind not in KINDS:
         raise CorpusError(f"manifest kind {kind!r} is not one of {', '.join(KINDS)}")
@@ -111,6 +115,7 @@ def write_corpus_manifest(
         tool_ready=ready,
         layout_reasons=tuple(reasons),
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        rows_digests={f.name: rows_digest(folder / f.name) for f in snapshot.files},
     )
     path = folder / MANIFEST_NAME
     tmp = path.with_name(f".{MANIFEST_NAME}.{os.getpid()}.tmp")
@@ -149,5 +154,6 @@ def read_corpus_manifest(folder: str | Path) -> CorpusManifest:
         tool_ready=bool(layout.get("tool_ready")),
         layout_reasons=tuple(layout.get("reasons", ())),
         created_at=data.get("created_at", ""),
+        rows_digests={f["name"]: f["rows_digest"] for f in data.get("files", []) if "rows_digest" in f},
         path=path,
     )
