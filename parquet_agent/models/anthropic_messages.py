@@ -1,0 +1,151 @@
+"""Anthropic Messages adapter over the official `anthropic` SDK (tool_use / tool_result blocks).
+
+`AnthropicMessagesModel(client, transport, ...)` takes an `anthropic.Anthropic` client built with
+`max_retries=0` and the recording `httpx2.Client` (see `factory.build_model`).
+
+- System messages go to `system`; consecutive tool results become one user message of
+  `tool_result` blocks (the API wants one per `tool_use` id, right after the assistant turn).
+- An assistant turn this adapter produced keeps its exact content blocks in
+  `provider_data["anthropic"]["content"]` and is replayed from them, so thinking blocks and their
+  signatures go back unchanged.
+- anthropic 2.14.0's `messages.create` has no `temperature`: recorded as "not supported" and
+  not sent. Reasoning effort goes out as `output_config: {effort}`.
+- Tokens: the wire's `input_tokens` excludes cache reads and writes; we report their sum, with
+  cache reads as `cached_tokens` (cache writes are priced as input: a small underestimate).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+
+from parquet_agent.models.http_model import NOT_SUPPORTED, HttpModel, SentSettings, _Outcome, tokens
+from parquet_agent.models.protocol import (
+    AssistantMessage,
+    GenerationSettings,
+    ModelRequest,
+    Reply,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+)
+from parquet_agent.models.retry import MalformedReplyError
+
+
+class AnthropicMessagesModel(HttpModel):
+    provider = "anthropic"
+    _sdk_errors = (anthropic.APIError,)
+
+    def __init__(self, client: anthropic.Anthropic, transport, **kwargs: Any):
+        super().__init__(transport=transport, **kwargs)
+        self.client = client
+
+    def _sent_settings(self, settings: GenerationSettings) -> SentSettings:
+        notes = []
+        temperature: float | str | None = None
+        if settings.temperature is not None:
+            temperature = NOT_SUPPORTED
+            notes.append(f"temperature {settings.temperature} not sent: anthropic "
+                         f"{anthropic.__version__} messages.create takes no temperature")
+        return SentSettings(temperature, settings.reasoning_effort, settings.max_output_tokens,
+                            tuple(notes))
+
+    def wire_messages(self, request: ModelRequest) -> tuple[str | None, list[dict[str, Any]]]:
+        system = [m.text for m in request.messages if isinstance(m, SystemMessage)]
+        out: list[dict[str, Any]] = []
+
+        def user_blocks() -> list[dict[str, Any]]:
+            # Tool results and a following user text share one user turn.
+            if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
+                return out[-1]["content"]
+            out.append({"role": "user", "content": []})
+            return out[-1]["content"]
+
+        for m in request.messages:
+            if isinstance(m, SystemMessage):
+                continue
+            if isinstance(m, UserMessage):
+                if out and out[-1]["role"] == "user":
+                    user_blocks().append({"type": "text", "text": m.text})
+                else:
+                    out.append({"role": "user", "content": m.text})
+            elif isinstance(m, ToolMessage):
+                user_blocks().append({"type": "tool_result", "tool_use_id": m.call_id,
+                                      "content": m.content})
+            elif isinstance(m, AssistantMessage):
+                kept = (m.provider_data or {}).get("anthropic", {}).get("content")
+                if kept is not None:
+                    out.append({"role": "assistant", "content": kept})
+                    continue
+                blocks: list[dict[str, Any]] = []
+                if m.text:
+                    blocks.append({"type": "text", "text": m.text})
+                for c in m.tool_calls:
+                    blocks.append({"type": "tool_use", "id": c.id, "name": c.name,
+                                   "input": c.arguments})
+                out.append({"role": "assistant", "content": blocks})
+            else:
+                raise TypeError(f"unknown message type {type(m).__name__}")
+        return ("\n\n".join(system) if system else None), out
+
+    def _call(self, request: ModelRequest, sent: SentSettings) -> _Outcome:
+        system, messages = self.wire_messages(request)
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": sent.max_output_tokens,
+            "messages": messages,
+        }
+        if system is not None:
+            kwargs["system"] = system
+        if request.tools:
+            kwargs["tools"] = [{"name": t.name, "description": t.description,
+                                "input_schema": t.parameters} for t in request.tools]
+            kwargs["tool_choice"] = {"type": request.settings.tool_choice}
+        if sent.reasoning_effort:
+            kwargs["output_config"] = {"effort": sent.reasoning_effort}
+        resp = self.client.messages.create(**kwargs)
+        usage = _usage(resp.usage)
+        if not resp.content:
+            raise MalformedReplyError("reply has no content blocks", usage=usage,
+                                      model=resp.model, response_id=resp.id)
+        texts, calls = [], []
+        for block in resp.content:
+            if block.type == "text":
+                texts.append(block.text)
+            elif block.type == "tool_use":
+                if not isinstance(block.input, dict):
+                    raise MalformedReplyError(f"tool_use {block.name!r} input is not an object",
+                                              usage=usage, model=resp.model, response_id=resp.id)
+                calls.append(ToolCall(id=block.id, name=block.name, arguments=dict(block.input)))
+        text = "".join(texts) if texts else None
+        content = [b.model_dump(mode="json", exclude_none=True) for b in resp.content]
+        reply = Reply(
+            text=text,
+            tool_calls=tuple(calls),
+            finish_reason=resp.stop_reason,
+            response_id=resp.id,
+            model=resp.model,
+            provider=self._provider_identity(None),
+            usage=usage,
+            message=AssistantMessage(text=text, tool_calls=tuple(calls),
+                                     provider_data={"anthropic": {"content": content}}),
+        )
+        return _Outcome(reply)
+
+
+def _usage(u) -> Usage:
+    if u is None:
+        return Usage()
+    cache_read = tokens(getattr(u, "cache_read_input_tokens", None)) or 0
+    cache_write = tokens(getattr(u, "cache_creation_input_tokens", None)) or 0
+    details = getattr(u, "output_tokens_details", None)
+    thinking = getattr(details, "thinking_tokens", None) if details is not None else None
+    return Usage(
+        input_tokens=None if u.input_tokens is None else u.input_tokens + cache_read + cache_write,
+        output_tokens=tokens(u.output_tokens),
+        cached_tokens=cache_read,
+        reasoning_tokens=tokens(thinking),
+    )

@@ -1,0 +1,163 @@
+"""Google Gemini adapter over `google-genai` (generateContent with function calling).
+
+`GeminiModel(client, transport, ...)` takes a `genai.Client` whose `HttpOptions` carry the
+recording `httpx2.Client` and no `retry_options` (so the SDK makes one request per call; see
+`factory.build_model`). Keep a reference to the client: it closes its HTTP client when
+garbage-collected.
+
+- System messages go to `system_instruction`; tool results become `functionResponse` parts
+  (`response: {"output": <the tool's text>}`), consecutive ones in one user turn.
+- Each model turn keeps its exact parts (JSON form, thought signatures base64) in
+  `provider_data["google"]["parts"]` and is replayed from them unchanged: Gemini 3 rejects a
+  function call without its `thoughtSignature`.
+- Temperature goes to `generation_config.temperature`; reasoning effort
+  (`minimal|low|medium|high`) to `thinking_config.thinking_level`; other values are recorded as
+  not supported.
+- Tokens: input = promptTokenCount (includes cached), output = candidates + thoughts.
+- A reply without candidates (blocked prompt, empty) or with `MALFORMED_FUNCTION_CALL` is
+  malformed and retried.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.genai import errors as genai_errors
+from google.genai import types
+
+from parquet_agent.models.http_model import NOT_SUPPORTED, HttpModel, SentSettings, _Outcome, tokens
+from parquet_agent.models.protocol import (
+    AssistantMessage,
+    GenerationSettings,
+    ModelRequest,
+    Reply,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+)
+from parquet_agent.models.retry import MalformedReplyError
+
+_LEVELS = {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH"}
+
+
+class GeminiModel(HttpModel):
+    provider = "google"
+    _sdk_errors = (genai_errors.APIError,)
+
+    def __init__(self, client, transport, **kwargs: Any):
+        super().__init__(transport=transport, **kwargs)
+        self.client = client
+
+    def _sent_settings(self, settings: GenerationSettings) -> SentSettings:
+        notes = []
+        effort = settings.reasoning_effort
+        if effort is not None and effort.lower() not in _LEVELS:
+            notes.append(f"reasoning_effort {effort!r} not sent: Gemini thinking levels are "
+                         f"{sorted(_LEVELS)}")
+            effort = NOT_SUPPORTED
+        return SentSettings(settings.temperature, effort, settings.max_output_tokens, tuple(notes))
+
+    def wire_contents(self, request: ModelRequest) -> tuple[str | None, list[types.Content]]:
+        system = [m.text for m in request.messages if isinstance(m, SystemMessage)]
+        out: list[types.Content] = []
+        names = {}
+        for m in request.messages:
+            if isinstance(m, SystemMessage):
+                continue
+            if isinstance(m, UserMessage):
+                out.append(types.Content(role="user", parts=[types.Part(text=m.text)]))
+            elif isinstance(m, AssistantMessage):
+                for c in m.tool_calls:
+                    names[c.id] = c.name
+                kept = (m.provider_data or {}).get("google", {}).get("parts")
+                if kept is not None:
+                    parts = [types.Part.model_validate(p) for p in kept]
+                else:
+                    parts = ([types.Part(text=m.text)] if m.text else []) + [
+                        types.Part(function_call=types.FunctionCall(name=c.name, args=c.arguments))
+                        for c in m.tool_calls
+                    ]
+                out.append(types.Content(role="model", parts=parts))
+            elif isinstance(m, ToolMessage):
+                part = types.Part(function_response=types.FunctionResponse(
+                    name=m.name, response={"output": m.content}))
+                prev = out[-1] if out else None
+                if prev is not None and prev.role == "user" and prev.parts and all(
+                        p.function_response is not None for p in prev.parts):
+                    prev.parts.append(part)
+                else:
+                    out.append(types.Content(role="user", parts=[part]))
+            else:
+                raise TypeError(f"unknown message type {type(m).__name__}")
+        return ("\n\n".join(system) if system else None), out
+
+    def _call(self, request: ModelRequest, sent: SentSettings) -> _Outcome:
+        system, contents = self.wire_contents(request)
+        config: dict[str, Any] = {"max_output_tokens": sent.max_output_tokens,
+                                  "automatic_function_calling": {"disable": True}}
+        if system is not None:
+            config["system_instruction"] = system
+        if isinstance(sent.temperature, (int, float)):
+            config["temperature"] = sent.temperature
+        if sent.reasoning_effort and sent.reasoning_effort != NOT_SUPPORTED:
+            config["thinking_config"] = {"thinking_level": _LEVELS[sent.reasoning_effort.lower()]}
+        if request.tools:
+            config["tools"] = [types.Tool(function_declarations=[
+                types.FunctionDeclaration(name=t.name, description=t.description,
+                                          parameters_json_schema=t.parameters)
+                for t in request.tools])]
+            config["tool_config"] = {"function_calling_config": {
+                "mode": "NONE" if request.settings.tool_choice == "none" else "AUTO"}}
+        resp = self.client.models.generate_content(
+            model=self.model, contents=contents, config=types.GenerateContentConfig(**config))
+        usage = _usage(resp.usage_metadata)
+        if not resp.candidates or resp.candidates[0].content is None:
+            block = getattr(resp.prompt_feedback, "block_reason", None)
+            raise MalformedReplyError(f"reply has no candidates (block reason: {block})",
+                                      usage=usage, model=resp.model_version,
+                                      response_id=resp.response_id)
+        cand = resp.candidates[0]
+        finish = cand.finish_reason.value if cand.finish_reason is not None else None
+        if finish == "MALFORMED_FUNCTION_CALL":
+            raise MalformedReplyError("finish reason MALFORMED_FUNCTION_CALL", usage=usage,
+                                      model=resp.model_version, response_id=resp.response_id)
+        parts = cand.content.parts or []
+        texts, calls = [], []
+        for i, p in enumerate(parts):
+            if p.function_call is not None:
+                fc = p.function_call
+                calls.append(ToolCall(id=fc.id or f"{fc.name}-{i}", name=fc.name or "",
+                                      arguments=dict(fc.args or {})))
+            elif p.text is not None and not p.thought:
+                texts.append(p.text)
+        text = "".join(texts) if texts else None
+        kept = [p.model_dump(mode="json", exclude_none=True) for p in parts]
+        reply = Reply(
+            text=text,
+            tool_calls=tuple(calls),
+            finish_reason=finish,
+            response_id=resp.response_id,
+            model=resp.model_version,
+            provider=self._provider_identity(None),
+            usage=usage,
+            message=AssistantMessage(text=text, tool_calls=tuple(calls),
+                                     provider_data={"google": {"parts": kept}}),
+        )
+        return _Outcome(reply)
+
+
+def _usage(u) -> Usage:
+    if u is None:
+        return Usage()
+    prompt = tokens(u.prompt_token_count)
+    tool_prompt = tokens(u.tool_use_prompt_token_count) or 0
+    cand = tokens(u.candidates_token_count)
+    thoughts = tokens(u.thoughts_token_count)
+    return Usage(
+        input_tokens=None if prompt is None else prompt + tool_prompt,
+        output_tokens=None if cand is None and thoughts is None else (cand or 0) + (thoughts or 0),
+        cached_tokens=tokens(u.cached_content_token_count),
+        reasoning_tokens=thoughts,
+    )
