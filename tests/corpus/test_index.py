@@ -1,0 +1,103 @@
+"""The sidecar index over real Parquet: lookups equal a full scan, headers, staleness."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+from parquet_agent.corpus.index import CorpusIndex, build_index
+from parquet_agent.corpus.snapshot import CorpusSnapshot
+from parquet_agent.errors import StaleIndexError
+
+
+def _scan(folder, stem):
+    con = duckdb.connect()
+    cur = con.execute(f"SELECT * FROM read_parquet('{folder}/*.parquet') WHERE file_stem = ?", [stem])
+    names = [d[0] for d in cur.description]
+    rows = [dict(zip(names, r)) for r in cur.fetchall()]
+    con.close()
+    return rows
+
+
+@pytest.mark.parametrize("layout", ["plain", "ready"])
+def test_lookups_equal_a_full_scan(make_corpus, layout):
+    folder = make_corpus(rows=150, layout=layout)
+    summary = build_index(folder)
+    assert summary.rows == 150 and "150 rows" in summary.summary()
+    index = CorpusIndex.open(folder)
+    stems = pq.read_table(folder / "2025-02.parquet", columns=["file_stem"])["file_stem"].to_pylist()
+    stems += pq.read_table(folder / "2025-01.parquet", columns=["file_stem"])["file_stem"].to_pylist()
+    for stem in random.Random(3).sample(stems, 25):
+        (expected,) = _scan(folder, stem)
+        assert index.read_row(stem) == expected
+        loc = index.locate(stem)
+        assert loc.path == folder / loc.file and loc.file.endswith(".parquet")
+    assert index.locate("0000000000-00-000000") is None
+    assert index.locate("zzzz") is None and index.read_row("") is None
+
+
+def test_index_tables_have_the_contract_columns(make_corpus):
+    folder = make_corpus(rows=80, layout="ready")
+    build_index(folder)
+    idx = pq.read_table(folder / "_index" / "index.parquet")
+    assert idx.column_names == ["file_stem", "file", "row_group", "row_in_group", "accession",
+                                "year", "month", "char_count", "md5", "has_ocr", "source_format"]
+    assert idx["file_stem"].to_pylist() == sorted(idx["file_stem"].to_pylist())
+    hdr = pq.read_table(folder / "_index" / "headers.parquet")
+    for col in ("file_stem", "file", "company", "form_type", "period", "filing_date", "cik",
+                "header", "company_norm", "cik_int"):
+        assert col in hdr.column_names
+    assert hdr.num_rows == 80
+    assert hdr["file_stem"].to_pylist() == sorted(hdr["file_stem"].to_pylist())
+    assert max(len(h) for h in hdr["header"].to_pylist()) <= 2000
+    info = json.loads((folder / "_index" / "index.json").read_text())
+    assert info["schema_version"] == 1
+    assert info["snapshot_id"] == CorpusSnapshot.take(folder).snapshot_id
+    assert not [p for p in folder.iterdir() if p.name.startswith("_index.")]  # no temp leftovers
+
+
+def test_header_search_finds_name_variants_and_padded_ciks(make_corpus):
+    folder = make_corpus(rows=120)
+    build_index(folder)
+    path = folder / "_index" / "headers.parquet"
+    con = duckdb.connect()
+    # every row of Apex (CIK 98765) is found by its CIK, padded or not in the source
+    apex = con.execute(f"SELECT count(*) FROM '{path}' WHERE cik_int = 98765").fetchone()[0]
+    assert apex == 30
+    # SGML rows carry the name upper-cased, cover pages as written: one normalised key
+    names = con.execute(
+        f"SELECT DISTINCT company FROM '{path}' WHERE company_norm = 'apex fluid dynamics'"
+    ).fetchall()
+    assert {n for (n,) in names} >= {"APEX FLUID DYNAMICS, INC.", "Apex Fluid Dynamics, Inc."}
+    forms = dict(con.execute(f"SELECT form_type, count(*) FROM '{path}' GROUP BY 1").fetchall())
+    assert set(forms) - {None} <= {"10-K", "10-Q", "8-K", "DEF 14A"}
+
+
+def test_stale_index_is_refused_with_the_command_to_rerun(make_corpus):
+    folder = make_corpus(rows=40)
+    build_index(folder)
+    snap = CorpusSnapshot.take(folder)
+    CorpusIndex.open(folder, snapshot=snap)  # fresh: fine
+
+    table = pq.read_table(folder / "2025-01.parquet")
+    pq.write_table(table.slice(2), folder / "2025-01.parquet")
+    with pytest.raises(StaleIndexError, match=r"parquet-agent corpus index .*corpus"):
+        CorpusIndex.open(folder)
+    with pytest.raises(StaleIndexError, match="was built for snapshot"):
+        CorpusIndex.open(folder, snapshot=CorpusSnapshot.take(folder))
+    build_index(folder)
+    CorpusIndex.open(folder)
+
+    pq.write_table(table, folder / "2025-07.parquet")  # a new file is not in the index
+    with pytest.raises(StaleIndexError, match="2025-07.parquet"):
+        CorpusIndex.open(folder)
+
+
+def test_missing_index_says_how_to_build_it(make_corpus):
+    folder = make_corpus(rows=10)
+    with pytest.raises(StaleIndexError, match="no sidecar index.*corpus index"):
+        CorpusIndex.open(folder)
