@@ -1,1 +1,51 @@
-"""store piece of parquet_agent."""
+"""The run store: one folder per run, append-only journals, raw bytes stored once, a cost ledger.
+
+    from parquet_agent.store import RunStore, freeze
+    store = RunStore("runs")
+    run = store.create(config, freeze(config, question_ids=ids, corpus_snapshot=snap.to_json(),
+                                      prompt_hashes=hashes, sandbox_mode=mode))
+    result = model.complete(request, run.raw)             # run.raw is the RawSink
+    run.journal(case_id).append(ModelAttempt(label, asdict(attempt)))
+    run.close()
+
+    run = store.open(run_id, writable=True); run.check_resume(freeze(...), config)
+    run.replay(case_id)        # saved turns and tool results: resume without new model calls
+    run.summary(); run.cases_df(); run.attempts_df(); run.tool_calls_df(); run.ledger()
+    run.verify()               # manifest hash, raw digests, journal damage
+
+Modules: `files` (atomic writes, durable appends, writer lock), `blobs` (content-addressed raw
+store), `journal` (typed events, reader), `manifest` (freeze, code hash, resume comparison),
+`records` (rebuild model records for replay), `run` (`Run`), `frames` (DataFrames and summary),
+`runstore` (`RunStore`). The folder layout is the run-directory contract of DESIGN.md.
+"""
+
+from parquet_agent.store.blobs import RawStats, RawStore, read_raw
+from parquet_agent.store.journal import (
+    CaseFailed,
+    CaseFinished,
+    CaseStarted,
+    CorpusDrift,
+    Event,
+    Journal,
+    JournalRead,
+    JudgeAttempt,
+    Judgment,
+    ModelAttempt,
+    ModelTurn,
+    RunFinished,
+    RunStarted,
+    ToolCallEvent,
+    read_journal,
+)
+from parquet_agent.store.manifest import code_hash, compare_frozen, freeze, package_versions
+from parquet_agent.store.records import attempt_from_dict, reply_from_dict
+from parquet_agent.store.run import CaseReplay, Run, VerifyReport
+from parquet_agent.store.runstore import RunStore
+
+__all__ = [
+    "CaseFailed", "CaseFinished", "CaseReplay", "CaseStarted", "CorpusDrift", "Event", "Journal",
+    "JournalRead", "JudgeAttempt", "Judgment", "ModelAttempt", "ModelTurn", "RawStats",
+    "RawStore", "Run", "RunFinished", "RunStarted", "RunStore", "ToolCallEvent", "VerifyReport",
+    "attempt_from_dict", "code_hash", "compare_frozen", "freeze", "package_versions",
+    "read_journal", "read_raw", "reply_from_dict",
+]

@@ -1,0 +1,108 @@
+"""Durable file primitives of the run store: atomic writes, durable appends, a writer lock.
+
+- `atomic_write_bytes(path, data)`: temp file in the same folder, fsync, `os.replace`, fsync of
+  the folder; a reader sees the old file or the whole new one, never a part.
+- `DurableAppender(path)`: one `os.write` of a whole record on an `O_APPEND` descriptor, then
+  `fdatasync`, so a record is on disk before `append` returns. A process killed mid-append
+  leaves at most one torn record at the end of the file, which readers detect and skip.
+- `WriterLock(run_dir)`: an exclusive `flock` on `<run>/.lock`, so two processes never append
+  to the same run at once. The kernel drops it when the holder dies, even by SIGKILL.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+
+from parquet_agent.errors import RunError
+
+
+def utc_now() -> str:
+    """Now as a UTC ISO-8601 string with microseconds and a `Z`."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` atomically and durably."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+class DurableAppender:
+    """Append whole records to one file, each durable before `append` returns. Thread-safe."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        existed = self.path.exists()
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._lock = threading.Lock()
+        if not existed:  # the new name must survive a crash too
+            fsync_dir(self.path.parent)
+
+    def append(self, record: bytes) -> int:
+        """Write `record`; return the file offset where it starts."""
+        with self._lock:
+            start = os.lseek(self._fd, 0, os.SEEK_END)
+            view = memoryview(record)
+            while view:  # os.write may write less than asked (signals, huge records)
+                written = os.write(self._fd, view)
+                view = view[written:]
+            os.fdatasync(self._fd)
+            return start
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+
+def truncate_torn_tail(path: Path, good_length: int) -> bytes:
+    """Cut `path` back to `good_length` bytes and return the bytes removed (a torn record)."""
+    with open(path, "r+b") as f:
+        f.seek(good_length)
+        torn = f.read()
+        f.truncate(good_length)
+        f.flush()
+        os.fsync(f.fileno())
+    return torn
+
+
+class WriterLock:
+    """Exclusive writer lock on a run folder; raises RunError when another process holds it."""
+
+    def __init__(self, run_dir: Path):
+        self.path = Path(run_dir) / ".lock"
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            self._fd = -1
+            raise RunError(f"{run_dir} is being written by another process (lock {self.path}); "
+                           "wait for it to finish or stop it before resuming") from None
+        os.ftruncate(self._fd, 0)
+        os.write(self._fd, f"{os.getpid()}\n".encode())
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = -1

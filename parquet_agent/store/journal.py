@@ -1,0 +1,278 @@
+"""Append-only journals of typed events: one JSON-lines file per case, plus one for the run.
+
+    journal = run.journal(case_id)                    # a Journal, thread-safe
+    journal.append(CaseStarted(case_id=..., question_id=..., model=..., strategy=...))
+    events = read_journal(path)                       # JournalRead(events, torn)
+
+Each line is one event: `{"schema_version", "event", "at" (UTC), "seq" (0, 1, ... per file),
+...payload}`, written with one `write` and `fdatasync` before `append` returns. A process killed
+mid-append leaves at most a torn last line: readers skip it and report it in `JournalRead.torn`;
+opening the journal for writing again moves it to `<file>.torn` and truncates, so new events
+never follow a broken line. An unparseable line that is NOT the last one is damage, not a crash:
+`read_journal` raises `RunError` naming the file and line rather than dropping it.
+
+Payloads are frozen dataclasses (below); `Event.data` holds the plain JSON dict read back and
+`Event.payload()` rebuilds the dataclass. Events and their order for one case:
+
+    case_started      case_id, question_id, model, strategy, manifest_hash, session
+    model_attempt     one per answer-model HTTP attempt: `attempt` = Attempt record as a dict
+    model_turn        a successful answer turn: number, request/response paths, `reply` dict
+                      (Reply record), attempts used; replayed on resume instead of a new call
+    tool_call         one per tool response produced (incl. validation errors, budget rejects)
+    judge_attempt     one per judge HTTP attempt (same shape as model_attempt)
+    judgment          scores (None = unscored, never 0), rationale, checks, provenance;
+                      re-judging appends another; the last one counts
+    case_failed       an exception stopped the case in this session (it is redone on resume)
+    case_finished     the last event of a done case: status complete|incomplete|failed, reason
+
+The run journal `journal/_run.jsonl` holds `run_started`, `model_attempt` (health checks,
+purpose `health`), `corpus_drift` and `run_finished`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, ClassVar
+
+from parquet_agent.errors import RunError
+from parquet_agent.store.files import DurableAppender, fsync_dir, truncate_torn_tail, utc_now
+
+SCHEMA_VERSION = 1
+RUN_JOURNAL = "_run"  # journal/_run.jsonl; case ids always contain "__", so no clash
+
+
+# -- event payloads -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CaseStarted:
+    EVENT: ClassVar[str] = "case_started"
+    case_id: str
+    question_id: str
+    model: str  # configured model name (slug)
+    strategy: str
+    manifest_hash: str | None = None
+    session: int = 0  # 0 for the first run, n for the n-th resume
+
+
+@dataclass(frozen=True)
+class ModelAttempt:
+    """One HTTP attempt; `attempt` is `dataclasses.asdict(models.protocol.Attempt)`."""
+
+    EVENT: ClassVar[str] = "model_attempt"
+    label: str
+    attempt: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class JudgeAttempt(ModelAttempt):
+    EVENT: ClassVar[str] = "judge_attempt"
+
+
+@dataclass(frozen=True)
+class ModelTurn:
+    """A successful answer turn. `reply` is `asdict(Reply)`; enough to replay it unchanged."""
+
+    EVENT: ClassVar[str] = "model_turn"
+    turn: int  # 1-based
+    label: str
+    request_path: str | None
+    response_path: str | None
+    reply: dict[str, Any]
+    attempt_count: int = 1
+    final: bool = False  # the final-answer request (budget exhausted: best answer so far)
+
+
+@dataclass(frozen=True)
+class ToolCallEvent:
+    """One tool response produced for a model-emitted call, exactly as the model received it."""
+
+    EVENT: ClassVar[str] = "tool_call"
+    turn: int
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    ok: bool
+    model_text: str  # the exact tool-message content sent back
+    output: Any = None
+    error_kind: str | None = None  # closed set of tools' error kinds; "budget" for rejections
+    error_message: str | None = None
+    budgeted: bool = True  # admitted under the tool budget
+    dispatched: bool = True  # reached the executor (cache lookups included)
+    cache_hit: bool = False
+    timings: dict[str, float] = field(default_factory=dict)  # queue_ms, run_ms, total_ms
+    worker_id: str | None = None
+    peak_rss_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """Scores 0-100, or None when the judgment was unscored (malformed after retries)."""
+
+    EVENT: ClassVar[str] = "judgment"
+    judge: str  # judge name
+    correctness: float | None
+    citation_support: float | None
+    rationale: str | None
+    scored: bool
+    unscored_reason: str | None = None
+    request_path: str | None = None
+    response_path: str | None = None
+    checks: dict[str, Any] = field(default_factory=dict)  # deterministic checks
+    provenance: dict[str, Any] = field(default_factory=dict)  # judge model, prompt hash, ...
+
+
+@dataclass(frozen=True)
+class CaseFailed:
+    EVENT: ClassVar[str] = "case_failed"
+    error_type: str
+    message: str
+    retryable: bool = False
+
+
+@dataclass(frozen=True)
+class CaseFinished:
+    EVENT: ClassVar[str] = "case_finished"
+    status: str  # complete | incomplete | failed
+    reason: str | None = None
+    answer: str | None = None
+    tool_counts: dict[str, int] = field(default_factory=dict)  # DESIGN.md tool-count fields
+    wall_ms: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in ("complete", "incomplete", "failed"):
+            raise ValueError(f"case status {self.status!r} is not complete|incomplete|failed")
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    EVENT: ClassVar[str] = "run_started"
+    session: int
+    pid: int
+    resume: bool = False
+
+
+@dataclass(frozen=True)
+class CorpusDrift:
+    EVENT: ClassVar[str] = "corpus_drift"
+    excluded_new_files: list[str]
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    EVENT: ClassVar[str] = "run_finished"
+    session: int
+    wall_ms: float
+    peak_rss_bytes: int | None = None  # whole process tree
+    status: str = "finished"  # finished | interrupted | error
+
+
+EVENT_TYPES: dict[str, type] = {
+    cls.EVENT: cls for cls in (CaseStarted, ModelAttempt, JudgeAttempt, ModelTurn, ToolCallEvent,
+                               Judgment, CaseFailed, CaseFinished, RunStarted, CorpusDrift,
+                               RunFinished)
+}
+_ENVELOPE = ("schema_version", "event", "at", "seq")
+
+
+@dataclass(frozen=True)
+class Event:
+    """One journal line as read back: envelope fields plus the payload as a plain dict."""
+
+    event: str
+    at: str
+    seq: int
+    data: dict[str, Any]
+    schema_version: int = SCHEMA_VERSION
+
+    def payload(self) -> Any:
+        """The payload dataclass (unknown event names from newer writers stay a dict)."""
+        cls = EVENT_TYPES.get(self.event)
+        if cls is None:
+            return dict(self.data)
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in self.data.items() if k in names})
+
+
+@dataclass(frozen=True)
+class JournalRead:
+    events: tuple[Event, ...]
+    torn: str | None  # the torn last line's text (None when the file ended cleanly)
+    path: Path | None = None
+
+
+def _parse(path: Path, raw: bytes) -> tuple[list[Event], str | None, int]:
+    """Events, torn tail text and the byte length of the good part."""
+    events: list[Event] = []
+    lines = raw.split(b"\n")
+    tail = lines.pop()  # after the last "\n": empty for a clean file
+    good, torn = 0, None
+    for number, line in enumerate(lines, 1):
+        try:
+            record = json.loads(line)
+            event = Event(event=record["event"], at=record["at"], seq=record["seq"],
+                          schema_version=record.get("schema_version", SCHEMA_VERSION),
+                          data={k: v for k, v in record.items() if k not in _ENVELOPE})
+        except (ValueError, KeyError, TypeError) as exc:
+            if number == len(lines) and not tail:
+                # a torn write can end in a newline only if the newline was part of it; treat a
+                # bad last line the same as a line cut short
+                torn = line.decode("utf-8", "replace")
+                break
+            raise RunError(f"{path}: line {number} is not a valid journal event ({exc}); the "
+                           "journal was edited or damaged: run Run.verify()") from exc
+        events.append(event)
+        good += len(line) + 1
+    if tail:
+        torn = tail.decode("utf-8", "replace")
+    return events, torn, good
+
+
+def read_journal(path: str | Path) -> JournalRead:
+    """Every event of one journal file, skipping (and reporting) a torn last line."""
+    path = Path(path)
+    if not path.exists():
+        return JournalRead((), None, path)
+    events, torn, _ = _parse(path, path.read_bytes())
+    return JournalRead(tuple(events), torn, path)
+
+
+class Journal:
+    """Appends events to one journal file; thread-safe; repairs a torn tail when opened."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        events: list[Event] = []
+        if self.path.exists():
+            raw = self.path.read_bytes()
+            events, torn, good = _parse(self.path, raw)
+            if good < len(raw):  # keep the torn bytes for the audit, then cut them off
+                cut = truncate_torn_tail(self.path, good)
+                with open(self.path.with_name(self.path.name + ".torn"), "ab") as f:
+                    f.write(cut + b"\n")
+                fsync_dir(self.path.parent)
+        self._seq = events[-1].seq + 1 if events else 0
+        self._lock = threading.Lock()
+        self._out = DurableAppender(self.path)
+
+    def append(self, payload: Any) -> Event:
+        """Write one event durably and return it as read back would show it."""
+        event_name = getattr(type(payload), "EVENT", None)
+        if event_name is None:
+            raise TypeError(f"{type(payload).__name__} is not a journal event payload")
+        data = asdict(payload)
+        with self._lock:
+            at, seq = utc_now(), self._seq
+            record = {"schema_version": SCHEMA_VERSION, "event": event_name, "at": at, "seq": seq}
+            record.update(data)
+            line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+            self._out.append(line.encode() + b"\n")
+            self._seq += 1
+        return Event(event_name, at, seq, data)
+
+    def close(self) -> None:
+        self._out.close()

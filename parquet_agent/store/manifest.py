@@ -1,0 +1,167 @@
+"""The frozen inputs of a run (`manifest.json`) and the comparison that guards resumes.
+
+    frozen = freeze(config, question_ids=ids, corpus_snapshot=snap.to_json(),
+                    prompt_hashes={"agent": ..., "judge": ...}, sandbox_mode="...")
+    run = RunStore("runs").create(config, frozen)          # writes manifest.json once
+    run.check_resume(freeze(...same inputs now...))        # ResumeRefusedError naming changes
+
+`manifest.json` = `{schema_version, run_id, created_at, config, config_hash, question_ids,
+corpus_snapshot, code_hash, prompt_hashes, package_versions, sandbox_mode, manifest_hash}`.
+`manifest_hash` is `b2:` over the canonical JSON of every other field, so `Run.verify()` finds an
+edited manifest. It is written atomically, once, and never rewritten.
+
+`compare_frozen(old, new)` lists every difference in words ("config.limits.max_tool_calls: 12 ->
+8", "corpus file 2025-01.parquet changed", "prompt 'judge' changed", "code changed"). Fields that
+do not change results may differ on resume: `limits.case_workers`, `limits.data_workers` and the
+snapshot's `taken_at` and file `mtime_ns` (a touched but identical file is the same input).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from parquet_agent.experiment_config import ExperimentConfig, canonical_json, tagged_hash
+
+SCHEMA_VERSION = 1
+# distributions whose versions are frozen: ours and those that shape requests, SQL or numbers
+TRACKED_PACKAGES = ("parquet_agent", "duckdb", "pyarrow", "pandas", "numpy", "pydantic", "openai",
+                    "anthropic", "google-genai", "httpx2", "httpx", "xxhash")
+RESUME_IGNORED = {("config", "limits", "case_workers"), ("config", "limits", "data_workers")}
+FROZEN_FIELDS = ("question_ids", "corpus_snapshot", "code_hash", "prompt_hashes",
+                 "package_versions", "sandbox_mode")
+
+
+def code_hash(package_dir: str | Path | None = None) -> str:
+    """`b2:` over the package's `.py` files: sorted relative paths and contents, nothing else."""
+    root = Path(package_dir) if package_dir else Path(__file__).resolve().parents[1]
+    h = hashlib.blake2b(digest_size=32)
+    for path in sorted(root.rglob("*.py"), key=lambda p: p.relative_to(root).as_posix()):
+        rel = path.relative_to(root).as_posix()
+        if "__pycache__" in rel:
+            continue
+        data = path.read_bytes()
+        # length-prefixed, so moving bytes between a name and a file cannot collide
+        h.update(f"{len(rel)}:{rel}:{len(data)}:".encode())
+        h.update(data)
+    return "b2:" + h.hexdigest()
+
+
+def package_versions(names: Sequence[str] = TRACKED_PACKAGES) -> dict[str, str | None]:
+    """Installed versions of `names` (None for one that is not installed)."""
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def freeze(config: ExperimentConfig | None = None, *, question_ids: Sequence[str],
+           corpus_snapshot: Mapping[str, Any] | str | None, prompt_hashes: Mapping[str, str],
+           sandbox_mode: str, code: str | None = None,
+           packages: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+    """The `frozen` dict for `RunStore.create` / `Run.check_resume` (config is passed apart).
+
+    `corpus_snapshot` is `CorpusSnapshot.to_json()` (a dict, or its JSON text).
+    """
+    if isinstance(corpus_snapshot, str):
+        import json
+
+        corpus_snapshot = json.loads(corpus_snapshot)
+    return {
+        "question_ids": list(question_ids),
+        "corpus_snapshot": dict(corpus_snapshot) if corpus_snapshot is not None else None,
+        "code_hash": code if code is not None else code_hash(),
+        "prompt_hashes": dict(prompt_hashes),
+        "package_versions": dict(packages) if packages is not None else package_versions(),
+        "sandbox_mode": sandbox_mode,
+    }
+
+
+def build_manifest(run_id: str, created_at: str, config: ExperimentConfig,
+                   frozen: Mapping[str, Any]) -> dict[str, Any]:
+    missing = [k for k in FROZEN_FIELDS if k not in frozen]
+    unknown = [k for k in frozen if k not in FROZEN_FIELDS]
+    if missing or unknown:
+        raise ValueError(f"frozen inputs: missing {missing}, unknown {unknown}; build them "
+                         "with store.manifest.freeze()")
+    body = {"schema_version": SCHEMA_VERSION, "run_id": run_id, "created_at": created_at,
+            "config": config.to_dict(), "config_hash": config.config_hash(), **frozen}
+    body["manifest_hash"] = manifest_hash(body)
+    return body
+
+
+def manifest_hash(manifest: Mapping[str, Any]) -> str:
+    return tagged_hash(canonical_json({k: v for k, v in manifest.items() if k != "manifest_hash"}))
+
+
+def _diff(path: tuple[str, ...], old: Any, new: Any, out: list[str]) -> None:
+    if path in RESUME_IGNORED:
+        return
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        for key in sorted(set(old) | set(new), key=str):
+            if key not in new:
+                out.append(f"{'.'.join(path + (key,))} removed (was {old[key]!r})")
+            elif key not in old:
+                out.append(f"{'.'.join(path + (key,))} added ({new[key]!r})")
+            else:
+                _diff(path + (key,), old[key], new[key], out)
+    elif isinstance(old, list) and isinstance(new, list) and path[-1:] == ("models",):
+        if len(old) != len(new):
+            out.append(f"config.models: {len(old)} -> {len(new)} models")
+            return
+        for i, (a, b) in enumerate(zip(old, new)):
+            _diff(path[:-1] + (f"models[{i}]",), a, b, out)
+    elif old != new:
+        out.append(f"{'.'.join(path)}: {old!r} -> {new!r}")
+
+
+def _corpus_changes(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> list[str]:
+    if old is None or new is None:
+        return [] if old == new else ["corpus snapshot added or removed"]
+    before = {f["name"]: f for f in old.get("files", [])}
+    after = {f["name"]: f for f in new.get("files", [])}
+    out = [f"corpus file {n} removed" for n in sorted(set(before) - set(after))]
+    out += [f"corpus file {n} added" for n in sorted(set(after) - set(before))]
+    for name in sorted(set(before) & set(after)):
+        keys = [k for k in ("content_hash", "size", "rows", "schema")
+                if before[name].get(k) != after[name].get(k)]
+        if keys:
+            out.append(f"corpus file {name} changed ({', '.join(keys)})")
+    if not out and {k: v for k, v in old.items() if k not in ("files", "taken_at")} != \
+            {k: v for k, v in new.items() if k not in ("files", "taken_at")}:
+        out.append("corpus snapshot changed")
+    return out
+
+
+def compare_frozen(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """Every difference between two manifests' frozen inputs (incl. `config`), in words."""
+    changes: list[str] = []
+    if old.get("code_hash") != new.get("code_hash"):
+        changes.append(f"code changed (code hash {old.get('code_hash')} -> {new.get('code_hash')})")
+    _diff(("config",), old.get("config"), new.get("config"), changes)
+    qa, qb = list(old.get("question_ids") or []), list(new.get("question_ids") or [])
+    if qa != qb:
+        removed = [q for q in qa if q not in set(qb)]
+        added = [q for q in qb if q not in set(qa)]
+        what = (f"removed {removed[:5]}" if removed else "") + (" " if removed and added else "") \
+            + (f"added {added[:5]}" if added else "")
+        changes.append(f"question ids changed: {what or 'same ids, other order'}")
+    changes += _corpus_changes(old.get("corpus_snapshot"), new.get("corpus_snapshot"))
+    pa, pb = old.get("prompt_hashes") or {}, new.get("prompt_hashes") or {}
+    for name in sorted(set(pa) | set(pb)):
+        if pa.get(name) != pb.get(name):
+            state = "added" if name not in pa else "removed" if name not in pb else "changed"
+            changes.append(f"prompt {name!r} {state}")
+    va, vb = old.get("package_versions") or {}, new.get("package_versions") or {}
+    for name in sorted(set(va) | set(vb)):
+        if va.get(name) != vb.get(name):
+            changes.append(f"package {name}: {va.get(name)} -> {vb.get(name)}")
+    if old.get("sandbox_mode") != new.get("sandbox_mode"):
+        changes.append(f"sandbox mode: {old.get('sandbox_mode')!r} -> {new.get('sandbox_mode')!r}")
+    return changes

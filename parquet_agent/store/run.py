@@ -1,0 +1,300 @@
+"""One run folder: its manifest, raw bytes, journals, checkpoints and ledger.
+
+A `Run` comes from `RunStore.create(...)` (writable, manifest frozen) or `RunStore.open(...)`
+(read-only unless `writable=True`). A writable Run holds the folder's writer lock until `close()`.
+
+    run.raw                       RawStore: the RawSink for model adapters (`raw/...` paths)
+    run.journal(case_id)          Journal of one case (`run.run_journal()` for run-level events)
+    run.check_resume(frozen, config)   ResumeRefusedError naming what changed
+    run.completed_cases()         case ids whose journal ends the case (`case_finished`)
+    run.replay(case_id)           CaseReplay: saved successful turns in order, tool results by
+                                  call id, latest judgment: what a resumed agent reuses instead
+                                  of calling a model again
+    run.verify()                  VerifyReport: manifest hash, raw digests, journal damage
+    run.ledger()                  every attempt's cost by purpose (DataFrame)
+    run.cases_df() / attempts_df() / tool_calls_df() / summary()   (see store.frames)
+
+A case is done when its journal has `case_finished`; a case with `case_failed` but no
+`case_finished` is redone on resume (its successful turns are still replayed).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from parquet_agent.errors import ResumeRefusedError, RunError
+from parquet_agent.store.blobs import RawStore
+from parquet_agent.store.files import WriterLock
+from parquet_agent.store.journal import (
+    RUN_JOURNAL,
+    CaseFinished,
+    CaseStarted,
+    Event,
+    Journal,
+    Judgment,
+    ModelTurn,
+    ToolCallEvent,
+    read_journal,
+)
+from parquet_agent.store.manifest import compare_frozen, manifest_hash
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from parquet_agent.experiment_config import ExperimentConfig
+
+MANIFEST = "manifest.json"
+JOURNAL_DIR = "journal"
+
+
+@dataclass(frozen=True)
+class CaseReplay:
+    """What a case has already done, in order: enough to resume it without new model calls."""
+
+    case_id: str
+    started: CaseStarted | None
+    turns: tuple[ModelTurn, ...]  # successful answer turns, by turn number (last one wins)
+    tool_results: dict[str, ToolCallEvent]  # by call_id
+    judgment: Judgment | None  # the latest
+    finished: CaseFinished | None
+    sessions: int  # how many times the case was started
+
+    @property
+    def done(self) -> bool:
+        return self.finished is not None
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    ok: bool
+    problems: tuple[str, ...]
+    torn_lines: tuple[str, ...]  # journals that end in a torn line (a crash, not tampering)
+    bodies_checked: int
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"run verified: manifest and {self.bodies_checked} raw bodies intact"
+        return "run verification failed:\n" + "\n".join(f"- {p}" for p in self.problems)
+
+
+def _check_case_id(case_id: str) -> None:
+    if not case_id or "/" in case_id or "\\" in case_id or case_id.startswith((".", "_")):
+        raise ValueError(f"bad case id {case_id!r}: no slashes, no leading '.' or '_'")
+
+
+class Run:
+    """A run folder. Construct through `RunStore`; see the module docstring."""
+
+    def __init__(self, run_dir: str | Path, *, writable: bool = False):
+        self.dir = Path(run_dir).resolve()
+        if not self.dir.is_dir():
+            raise RunError(f"{self.dir}: no such run folder")
+        self.writable = writable
+        self._lock = WriterLock(self.dir) if writable else None
+        self._journals: dict[str, Journal] = {}
+        self._manifest: dict[str, Any] | None = None
+        self._raw: RawStore | None = None
+
+    def __repr__(self) -> str:
+        return f"Run({str(self.dir)!r})"
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def run_id(self) -> str:
+        return self.dir.name
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """The frozen manifest (RunError when the run was aborted before it was written)."""
+        if self._manifest is None:
+            path = self.dir / MANIFEST
+            if not path.exists():
+                raise RunError(f"{self.dir}: no {MANIFEST}; the run was aborted before its "
+                               "inputs were frozen. Start a new run folder.")
+            self._manifest = json.loads(path.read_text(encoding="utf-8"))
+        return self._manifest
+
+    @property
+    def raw(self) -> RawStore:
+        """The run's raw store: hand it to models as their RawSink."""
+        if self._raw is None:
+            self._raw = RawStore(self.dir, writable=self.writable)
+        return self._raw
+
+    def read_raw(self, path: str) -> bytes:
+        return self.raw.read(path)
+
+    # -- journals -------------------------------------------------------------------------------
+
+    def journal(self, case_id: str) -> Journal:
+        """The append-only journal of `case_id` (opened once per Run; thread-safe)."""
+        if case_id != RUN_JOURNAL:
+            _check_case_id(case_id)
+        if not self.writable:
+            raise RunError(f"{self.dir}: opened read-only; open it with writable=True to append")
+        journal = self._journals.get(case_id)
+        if journal is None:
+            journal = self._journals[case_id] = Journal(self.dir / JOURNAL_DIR / f"{case_id}.jsonl")
+        return journal
+
+    def run_journal(self) -> Journal:
+        return self.journal(RUN_JOURNAL)
+
+    def journal_paths(self) -> dict[str, Path]:
+        folder = self.dir / JOURNAL_DIR
+        if not folder.is_dir():
+            return {}
+        return {p.name[: -len(".jsonl")]: p for p in sorted(folder.glob("*.jsonl"))}
+
+    def case_ids(self) -> list[str]:
+        """Case ids that have a journal, sorted."""
+        return [c for c in self.journal_paths() if c != RUN_JOURNAL]
+
+    def planned_case_ids(self) -> list[str]:
+        """Every case of the frozen grid: question ids x models x strategies."""
+        from parquet_agent.experiment_config import case_id
+
+        m = self.manifest
+        return [case_id(q, model["name"], s) for q in m["question_ids"]
+                for model in m["config"]["models"] for s in m["config"]["strategies"]]
+
+    def case_events(self, case_id: str) -> tuple[Event, ...]:
+        """Every event of one case, in order (a torn last line skipped)."""
+        return read_journal(self.dir / JOURNAL_DIR / f"{case_id}.jsonl").events
+
+    def run_events(self) -> tuple[Event, ...]:
+        return self.case_events(RUN_JOURNAL)
+
+    def all_events(self) -> dict[str, tuple[Event, ...]]:
+        """Events of every journal (the run journal under `_run`)."""
+        return {cid: read_journal(path).events for cid, path in self.journal_paths().items()}
+
+    def completed_cases(self) -> set[str]:
+        """Case ids whose journal holds `case_finished` (any status): never run again."""
+        return {cid for cid, events in self.all_events().items()
+                if cid != RUN_JOURNAL and any(e.event == "case_finished" for e in events)}
+
+    def replay(self, case_id: str) -> CaseReplay:
+        """The saved state of one case: see `CaseReplay`."""
+        started, finished, judgment = None, None, None
+        turns: dict[int, ModelTurn] = {}
+        tools: dict[str, ToolCallEvent] = {}
+        sessions = 0
+        for event in self.case_events(case_id):
+            if event.event == "case_started":
+                started = started or event.payload()
+                sessions += 1
+            elif event.event == "model_turn":
+                turn = event.payload()
+                turns[turn.turn] = turn
+            elif event.event == "tool_call":
+                call = event.payload()
+                tools[call.call_id] = call
+            elif event.event == "judgment":
+                judgment = event.payload()
+            elif event.event == "case_finished":
+                finished = event.payload()
+        ordered = tuple(turns[n] for n in sorted(turns))
+        return CaseReplay(case_id, started, ordered, tools, judgment, finished, sessions)
+
+    # -- freezing and resuming -------------------------------------------------------------------
+
+    def check_resume(self, frozen: dict[str, Any], config: ExperimentConfig | None = None) -> None:
+        """Refuse (ResumeRefusedError) when the inputs now differ from the frozen ones.
+
+        `frozen` is `store.manifest.freeze(...)` of the inputs now; `config` the config now
+        (or put its `to_dict()` under `frozen["config"]`). The message names every change.
+        """
+        now = dict(frozen)
+        if config is not None:
+            now["config"] = config.to_dict()
+        old = {k: v for k, v in self.manifest.items() if k in now}
+        changes = compare_frozen(old, now)
+        if changes:
+            raise ResumeRefusedError(
+                f"cannot resume {self.dir.name}: its frozen inputs changed since it started:\n"
+                + "\n".join(f"  - {c}" for c in changes)
+                + "\nA changed comparison needs a new run folder (run without --resume).")
+
+    # -- audit ----------------------------------------------------------------------------------
+
+    def verify(self) -> VerifyReport:
+        """Re-derive the manifest hash and every raw digest; check every journal parses."""
+        problems: list[str] = []
+        torn: list[str] = []
+        try:
+            manifest = self.manifest
+        except (RunError, ValueError) as exc:
+            problems.append(f"manifest: {exc}")
+        else:
+            if manifest.get("manifest_hash") != manifest_hash(manifest):
+                problems.append("manifest.json was changed after it was frozen (its hash no "
+                                "longer matches manifest_hash)")
+        reader = RawStore(self.dir, writable=False)
+        problems += reader.verify()
+        for cid, path in self.journal_paths().items():
+            try:
+                result = read_journal(path)
+            except RunError as exc:
+                problems.append(str(exc))
+                continue
+            if result.torn:
+                torn.append(f"{path.name}: torn last line (interrupted write), ignored")
+            seqs = [e.seq for e in result.events]
+            if seqs != list(range(len(seqs))):
+                problems.append(f"{path.name}: event sequence numbers are not 0..{len(seqs) - 1} "
+                                "(lines removed, reordered or inserted)")
+        return VerifyReport(not problems, tuple(problems), tuple(torn), reader.stats().bodies)
+
+    # -- tables ---------------------------------------------------------------------------------
+
+    def ledger(self) -> pd.DataFrame:
+        """One row per API attempt (answer, judge, health) with its cost, source and category."""
+        from parquet_agent.store.frames import ledger_frame
+
+        return ledger_frame(self)
+
+    def cases_df(self) -> pd.DataFrame:
+        from parquet_agent.store.frames import cases_frame
+
+        return cases_frame(self)
+
+    def attempts_df(self) -> pd.DataFrame:
+        from parquet_agent.store.frames import attempts_frame
+
+        return attempts_frame(self)
+
+    def tool_calls_df(self) -> pd.DataFrame:
+        from parquet_agent.store.frames import tool_calls_frame
+
+        return tool_calls_frame(self)
+
+    def summary(self, *, seed: int = 0) -> pd.DataFrame:
+        """Per model x strategy figures (see `store.frames.summary_frame`)."""
+        from parquet_agent.store.frames import summary_frame
+
+        return summary_frame(self, seed=seed)
+
+    def run_figures(self) -> dict[str, Any]:
+        from parquet_agent.store.frames import run_figures
+
+        return run_figures(self)
+
+    def close(self) -> None:
+        for journal in self._journals.values():
+            journal.close()
+        self._journals.clear()
+        if self._raw is not None:
+            self._raw.close()
+            self._raw = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None

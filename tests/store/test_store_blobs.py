@@ -1,0 +1,166 @@
+"""The content-addressed raw store: exact round trips, dedup, tamper detection, crash safety."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from parquet_agent.errors import RunError
+from parquet_agent.store import RawStore, read_raw
+
+from store_fixtures import conversation_bodies
+
+
+def test_round_trip_is_byte_exact_across_reopen(tmp_path):
+    rng = random.Random(1)
+    bodies = {
+        "empty": b"",
+        "binary": bytes(rng.randrange(256) for _ in range(5000)),
+        "json": conversation_bodies(1)[2],
+        "unicode": "{\"text\":\"Umsatz \u20ac 12\u00a0Mio, \u65e5\u672c\"}".encode(),
+        "separators-only": b"},{" * 500,
+    }
+    store = RawStore(tmp_path)
+    paths = {name: store.write(f"c/{name}", data) for name, data in bodies.items()}
+    assert all(p == f"raw/c/{name}" for name, p in paths.items())
+    store.close()
+    for name, data in bodies.items():
+        assert read_raw(tmp_path, paths[name]) == data
+    assert RawStore(tmp_path).verify() == []
+
+
+def test_conversation_prefixes_are_stored_once(tmp_path):
+    store = RawStore(tmp_path)
+    for case in range(20):
+        for turn, body in enumerate(conversation_bodies(case, turns=4)):
+            store.write(f"Q{case}__m__sql/turn-{turn}.request.json", body)
+    stats = store.stats()
+    assert stats.bodies == 80
+    # prefixes repeat inside a case and system prompt + tools across cases
+    assert stats.stored_bytes < stats.logical_bytes / 8, stats
+    for case in (0, 19):
+        for turn, body in enumerate(conversation_bodies(case, turns=4)):
+            assert store.read(f"raw/Q{case}__m__sql/turn-{turn}.request.json") == body
+
+
+def test_names_are_immutable(tmp_path):
+    store = RawStore(tmp_path)
+    assert store.write("a/req.json", b"one") == "raw/a/req.json"
+    assert store.write("a/req.json", b"one") == "raw/a/req.json"  # idempotent
+    assert store.write("a/req.json", b"two") == "raw/a/req.json~2"
+    assert store.read("raw/a/req.json") == b"one"
+    assert store.read("raw/a/req.json~2") == b"two"
+    with pytest.raises(ValueError, match="bad raw name"):
+        store.write("../escape", b"x")
+
+
+def test_metadata_gets_are_kept_apart(tmp_path):
+    store = RawStore(tmp_path)
+    store.write("meta/models-list.json", b'{"data":[]}')
+    store.write("Q1__m__sql/turn-1.request.json", b'{"messages":[]}')
+    assert (tmp_path / "raw" / "meta.pack").stat().st_size > 0
+    assert b"models-list" not in (tmp_path / "raw" / "bodies.pack").read_bytes()
+    assert store.read("raw/meta/models-list.json") == b'{"data":[]}'
+
+
+def test_verify_finds_a_tampered_byte(tmp_path):
+    store = RawStore(tmp_path)
+    body = conversation_bodies(3)[2]
+    path = store.write("c/req.json", body)
+    store.close()
+    pack = tmp_path / "raw" / "bodies.pack"
+    data = bytearray(pack.read_bytes())
+    data[9 + 16 + 1 + 10] ^= 0x01  # inside the first chunk's stored bytes
+    pack.write_bytes(bytes(data))
+    problems = RawStore(tmp_path, writable=False).verify()
+    assert problems and any("CRC" in p or "digest" in p or "hash" in p for p in problems)
+    with pytest.raises((RunError, KeyError, ValueError)):
+        read_raw(tmp_path, path)
+
+
+def test_verify_finds_a_consistently_rewritten_chunk(tmp_path):
+    """Even with a fixed-up CRC, a changed chunk no longer matches its digest or body hash."""
+    import struct
+    import zlib
+
+    store = RawStore(tmp_path)
+    store.write("c/a.json", b'{"x":"' + b"a" * 300 + b'"}')
+    store.close()
+    pack = tmp_path / "raw" / "bodies.pack"
+    data = bytearray(pack.read_bytes())
+    kind, length, _ = struct.unpack_from(">cII", data, 0)
+    assert kind == b"C" and data[9 + 16] == 0 or data[9 + 16] == 2
+    payload = bytearray(data[9:9 + length])
+    payload[16] = 0  # store it raw, with other bytes
+    payload[17:] = b"b" * (length - 17)
+    data[9:9 + length] = payload
+    struct.pack_into(">cII", data, 0, b"C", length, zlib.crc32(bytes(payload)))
+    pack.write_bytes(bytes(data))
+    problems = RawStore(tmp_path, writable=False).verify()
+    assert any("digest" in p for p in problems) and any("hash" in p for p in problems)
+
+
+def test_a_torn_tail_is_ignored_then_cut_off_and_kept(tmp_path):
+    store = RawStore(tmp_path)
+    store.write("c/one", b"first body")
+    store.close()
+    pack = tmp_path / "raw" / "bodies.pack"
+    good = pack.stat().st_size
+    with open(pack, "ab") as f:
+        f.write(b"C\x00\x00\x10\x00garbage")  # a header promising more bytes than exist
+    reader = RawStore(tmp_path, writable=False)
+    assert reader.read("raw/c/one") == b"first body"
+    assert any("torn" in p for p in reader.verify())
+    writer = RawStore(tmp_path)  # opening for writing repairs the tail
+    assert pack.stat().st_size == good
+    assert (tmp_path / "raw" / "bodies.pack.torn").read_bytes().endswith(b"garbage")
+    writer.write("c/two", b"second body")
+    assert writer.read("raw/c/two") == b"second body" and writer.verify() == []
+
+
+_WRITER = textwrap.dedent("""
+    import sys
+    from parquet_agent.store import RawStore
+    sys.path.insert(0, sys.argv[2])
+    from store_fixtures import conversation_bodies
+    store = RawStore(sys.argv[1])
+    i = 0
+    while True:
+        for turn, body in enumerate(conversation_bodies(i, turns=3)):
+            path = store.write(f"Q{i}__m__sql/t{turn}", body + b" " * (i * 37 % 5000))
+            print(path, flush=True)  # acknowledged: write() returned
+        i += 1
+""")
+
+
+@pytest.mark.timeout(60)
+def test_sigkill_mid_write_loses_no_acknowledged_body(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    tests_dir = os.path.dirname(__file__)
+    for delay_acks in (5, 40, 90):
+        proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(run), tests_dir],
+                                stdout=subprocess.PIPE, text=True)
+        acked = []
+        for line in proc.stdout:
+            acked.append(line.strip())
+            if len(acked) >= delay_acks:
+                break
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        acked += [line.strip() for line in proc.stdout if line.strip()]
+        proc.stdout.close()
+        store = RawStore(run)  # repairs a torn tail, if the kill left one
+        assert store.verify() == []
+        for path in acked:
+            name = path.split("/")[-2]
+            case, turn = int(name[1:].split("__")[0]), int(path[-1])
+            body = conversation_bodies(case, turns=3)[turn]
+            assert store.read(path) == body + b" " * (case * 37 % 5000)
+        store.close()
