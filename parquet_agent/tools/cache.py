@@ -1,0 +1,64 @@
+"""The shared result cache of one `Tools`: identical successful calls are answered once.
+
+Keyed on (tool, canonical arguments with defaults filled in, snapshot id, tool version), so a
+changed corpus or a changed tool never serves an old answer. Errors are never stored. Held in
+memory by its `Tools` instance (no module-level state) and shared by every thread using it;
+`enabled=False` turns it off for uncached timing comparisons. Counters say how it was used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CachedOutput:
+    output: Any
+    truncated: dict | None
+
+
+def cache_key(tool: str, arguments: dict, snapshot_id: str, tool_version: str) -> str:
+    canonical = json.dumps(
+        [tool, arguments, snapshot_id, tool_version], sort_keys=True, separators=(",", ":"), ensure_ascii=True
+    )
+    return "sha256:" + hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+class ResultCache:
+    def __init__(self, enabled: bool = True, max_entries: int = 10_000):
+        self.enabled = enabled
+        self._max = max_entries
+        self._data: dict[str, CachedOutput] = {}
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+        self.stores = 0
+
+    def get(self, key: str) -> CachedOutput | None:
+        if not self.enabled:
+            return None
+        with self._lock:
+            found = self._data.get(key)
+            if found is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+            return found
+
+    def put(self, key: str, value: CachedOutput) -> None:
+        if not self.enabled:
+            return
+        with self._lock:
+            if len(self._data) >= self._max:  # drop the oldest entry (dicts keep insertion order)
+                self._data.pop(next(iter(self._data)))
+            self._data[key] = value
+            self.stores += 1
+
+    def stats(self) -> dict[str, int | bool]:
+        with self._lock:
+            return {"enabled": self.enabled, "entries": len(self._data), "hits": self.hits,
+                    "misses": self.misses, "stores": self.stores}

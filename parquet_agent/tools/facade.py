@@ -1,0 +1,238 @@
+"""`Tools`: the agent's only way into the corpus.
+
+    tools = Tools.open("data/sample", strategy="sql+stream")
+    tools.call("search_headers", query="Northwind")      # -> ToolResult, never raises for bad input
+    tools.call_raw(name, arguments)                      # untrusted: any JSON value, any name
+
+`open` takes the corpus snapshot (or uses the one given), finds the sidecar index under
+`_index/` (refusing a stale one), and starts the sandbox (`pool.WorkerPool`). A `Tools` is safe to
+share between threads: identical successful calls are served from a shared cache, and at most
+`data_workers` data calls run in workers at once. `describe_corpus` is answered from the
+snapshot in this process: it reads no data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from parquet_agent.corpus.schema import COLUMN_MEANINGS
+from parquet_agent.corpus.snapshot import CorpusSnapshot
+from parquet_agent.errors import StaleIndexError, UsageError
+from parquet_agent.models.protocol import ToolSpec
+from parquet_agent.tools.cache import CachedOutput, ResultCache, cache_key
+from parquet_agent.tools.pool import WorkerPool
+from parquet_agent.tools.render import OutputLimits
+from parquet_agent.tools.result import Timings, ToolError, ToolResult, error_result
+from parquet_agent.tools.sandbox import NOBODY, SandboxLimits
+from parquet_agent.tools.specs import ALL_TOOLS, STRATEGIES, TOOL_VERSION, ArgumentCheck, tool_spec
+from parquet_agent.tools.worker import SCAN_ADVICE
+
+
+class Tools:
+    def __init__(
+        self,
+        snapshot: CorpusSnapshot,
+        corpus_dir: Path,
+        strategy: str,
+        *,
+        cache: str,
+        data_workers: int,
+        limits: SandboxLimits,
+        output_limits: OutputLimits,
+    ):
+        if strategy not in STRATEGIES:
+            raise UsageError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
+        if cache not in ("on", "off"):
+            raise UsageError(f"cache must be 'on' or 'off', not {cache!r}")
+        self.strategy = strategy
+        self.snapshot = snapshot
+        self.limits = limits
+        self.output_limits = output_limits
+        self._names = STRATEGIES[strategy]
+        self._checks = {name: ArgumentCheck(ALL_TOOLS[name]) for name in self._names}
+        self._specs = tuple(tool_spec(ALL_TOOLS[name]) for name in self._names)
+        self.cache = ResultCache(enabled=cache == "on")
+        self.index_status, index_path, headers_path = _find_index(corpus_dir, snapshot)
+        root = os.geteuid() == 0
+        drop_to = (NOBODY, NOBODY) if root else None
+        # cgroup v2 with delegated memory/pids/cpu controllers is not available on the machines
+        # we run on (cgroup v1 hierarchy, no delegation), so limits are rlimits plus a watchdog.
+        self.sandbox_mode = "rlimit+watchdog" + ("+setuid" if root else " (no privilege drop: not root)")
+        config = {
+            "files": [{"name": f.name, "path": str(p)} for f, p in zip(snapshot.files, snapshot.paths(corpus_dir))],
+            "index_path": index_path,
+            "headers_path": headers_path,
+            "limits": limits.to_json(),
+            "output": output_limits.__dict__,
+            "drop_to": list(drop_to) if drop_to else None,
+        }
+        self._pool = WorkerPool(config, data_workers=data_workers)
+
+    @classmethod
+    def open(
+        cls,
+        corpus_dir: str | Path,
+        strategy: str = "sql+stream",
+        *,
+        cache: str = "on",
+        data_workers: int = 1,
+        snapshot: CorpusSnapshot | None = None,
+        limits: SandboxLimits | None = None,
+        output_limits: OutputLimits | None = None,
+    ) -> Tools:
+        """Tools over the corpus folder; raises UsageError/CorpusError for an unusable folder."""
+        corpus_dir = Path(corpus_dir).resolve()
+        snapshot = snapshot or CorpusSnapshot.take(corpus_dir)
+        return cls(
+            snapshot,
+            corpus_dir,
+            strategy,
+            cache=cache,
+            data_workers=data_workers,
+            limits=limits or SandboxLimits(),
+            output_limits=output_limits or OutputLimits(),
+        )
+
+    # -- public surface -----------------------------------------------------------------------
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        return self._specs
+
+    def call(self, name: str, **arguments: Any) -> ToolResult:
+        return self.call_raw(name, arguments)
+
+    def call_raw(self, name: object, arguments: object) -> ToolResult:
+        """Run one untrusted call; every problem becomes an error value, never an exception."""
+        started = time.perf_counter()
+        if not isinstance(name, str) or name not in self._checks:
+            offered = ", ".join(self._names)
+            shown = name if isinstance(name, str) else repr(name)
+            return error_result(
+                shown[:200], arguments, "unknown_tool",
+                f"no tool named {shown[:200]!r} in strategy {self.strategy!r}; the tools are: {offered}",
+            )
+        if isinstance(arguments, (bytes, bytearray)):
+            try:
+                arguments = arguments.decode("utf-8")
+            except UnicodeDecodeError:
+                return error_result(name, arguments, "validation", "arguments are not valid UTF-8 JSON")
+        if isinstance(arguments, str):  # raw argument text (OpenAI sends JSON text)
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except ValueError as exc:
+                return error_result(name, arguments, "validation", f"arguments are not valid JSON: {exc}")
+        if arguments is None:
+            arguments = {}
+        args, problem = self._checks[name].check(arguments)
+        if problem is not None:
+            return error_result(name, arguments, "validation", problem)
+        key = cache_key(name, args, self.snapshot.snapshot_id, TOOL_VERSION)
+        hit = self.cache.get(key)
+        if hit is not None:
+            total = (time.perf_counter() - started) * 1000
+            return ToolResult(
+                name, args, True, json.loads(hit.output), None,
+                Timings(0.0, 0.0, total), cache_hit=True, truncated=hit.truncated,
+            )
+        if name == "describe_corpus":
+            result = self._describe(args, started)
+        else:
+            result = self._run_in_worker(name, args, started)
+        if result.ok:
+            self.cache.put(key, CachedOutput(json.dumps(result.output, ensure_ascii=False), result.truncated))
+        return result
+
+    def sandbox_info(self) -> dict[str, Any]:
+        """What the sandbox is, for run manifests."""
+        return {
+            "mode": self.sandbox_mode,
+            "limits": self.limits.to_json(),
+            "output_limits": dict(self.output_limits.__dict__),
+            "index": self.index_status,
+            "server": dict(self._pool.server_info),
+            "tool_version": TOOL_VERSION,
+        }
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def __enter__(self) -> Tools:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _run_in_worker(self, name: str, args: dict, started: float) -> ToolResult:
+        answer = self._pool.run(name, args)
+        data = answer.data
+        timings = Timings(
+            round(answer.queue_ms, 3), round(answer.run_ms, 3), round((time.perf_counter() - started) * 1000, 3)
+        )
+        common = dict(
+            timings=timings,
+            worker_id=data.get("worker_id"),
+            peak_rss_bytes=data.get("peak_rss_bytes"),
+        )
+        if data.get("ok"):
+            return ToolResult(name, args, True, data.get("output"), None, truncated=data.get("truncated"), **common)
+        error = data.get("error") or {}
+        kind = error.get("kind", "worker_crashed")
+        message = error.get("message", "the worker gave no answer")
+        try:
+            err = ToolError(kind, message)
+        except ValueError:
+            err = ToolError("worker_crashed", f"{kind}: {message}")
+        return ToolResult(name, args, False, None, err, **common)
+
+    def _describe(self, args: dict, started: float) -> ToolResult:
+        files = [
+            {"file": f.name, "rows": f.rows, "size_bytes": f.size, "row_groups": f.row_groups}
+            for f in self.snapshot.files
+        ]
+        schema = [{"column": c, "type": t} for c, t in self.snapshot.files[0].schema]
+        output = {
+            "view": "filings",
+            "files": files,
+            "total_rows": self.snapshot.rows,
+            "total_size_bytes": self.snapshot.size,
+            "schema": schema,
+            "column_meanings": dict(COLUMN_MEANINGS),
+            "notes": [
+                "A row is a filing record, not a unique document: duplicates exist (same md5).",
+                "Company names, form types, dates and tables are only inside parsed_md.",
+                SCAN_ADVICE,
+            ],
+            "tools": list(self._names),
+        }
+        total = (time.perf_counter() - started) * 1000
+        return ToolResult("describe_corpus", args, True, output, None, Timings(0.0, 0.0, total))
+
+
+def _find_index(corpus_dir: Path, snapshot: CorpusSnapshot) -> tuple[str, str | None, str | None]:
+    """(status, index.parquet path, headers.parquet path) of the sidecar index, if usable."""
+    folder = corpus_dir / "_index"
+    meta = folder / "index.json"
+    if not meta.is_file():
+        return "missing", None, None
+    try:
+        built_for = json.loads(meta.read_text()).get("snapshot_id")
+    except ValueError as exc:
+        raise StaleIndexError(f"{meta} is not valid JSON ({exc}); rebuild it with `parquet-agent corpus index {corpus_dir}`") from exc
+    if built_for != snapshot.snapshot_id:
+        raise StaleIndexError(
+            f"the index in {folder} was built for snapshot {built_for}, not the corpus as it is now "
+            f"({snapshot.snapshot_id}); rebuild it with `parquet-agent corpus index {corpus_dir}`"
+        )
+    index = folder / "index.parquet"
+    headers = folder / "headers.parquet"
+    return (
+        "ok",
+        str(index) if index.is_file() else None,
+        str(headers) if headers.is_file() else None,
+    )

@@ -1,0 +1,188 @@
+"""The parent side of the sandbox: start the fork server, send calls, wait for answers.
+
+`WorkerPool(config)` starts `python -m parquet_agent.tools.server` with an allow-listed
+environment (no credentials ever reach a worker: the environment is built from scratch, not
+copied and filtered). `run(tool, args)` is thread-safe: a semaphore admits at most
+`data_workers` calls at once (time spent waiting is `queue_ms`), one lock serialises writes to
+the server, and one reader thread hands each answer to the thread waiting for it. If the server
+itself dies, waiting calls get `worker_crashed` and the next call starts a new server.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import parquet_agent
+from parquet_agent.tools.server import read_frame, write_frame
+
+# Allocator taming (notes B.6i): without these, duckdb + pyarrow reserve 2.3 GiB of address
+# space and RLIMIT_AS 1.5 GiB fails healthy queries. The last two keep the server
+# single-threaded so that fork() is safe.
+_WORKER_ENV = {
+    "PATH": "/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "TZ": "UTC",
+    "HOME": "/nonexistent",
+    "MALLOC_ARENA_MAX": "2",
+    "ARROW_DEFAULT_MEMORY_POOL": "system",
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "JE_ARROW_MALLOC_CONF": "background_thread:false",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
+
+
+def worker_environment() -> dict[str, str]:
+    """The complete environment of the fork server and its workers (an allow-list)."""
+    package_root = str(Path(parquet_agent.__file__).resolve().parent.parent)
+    return {**_WORKER_ENV, "PYTHONPATH": package_root}
+
+
+@dataclass(frozen=True)
+class Answer:
+    data: dict  # the server's answer frame
+    queue_ms: float
+    run_ms: float
+
+
+class _Slot:
+    __slots__ = ("event", "answer")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.answer: dict | None = None
+
+
+class WorkerPool:
+    def __init__(self, config: dict, *, data_workers: int = 1, answer_timeout_s: float = 60.0):
+        if data_workers < 1:
+            raise ValueError("data_workers must be at least 1")
+        self._config = config
+        self._admit = threading.BoundedSemaphore(data_workers)
+        self._write_lock = threading.Lock()
+        self._start_lock = threading.Lock()
+        self._slots: dict[int, _Slot] = {}
+        self._slots_lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._answer_timeout = answer_timeout_s
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=50)
+        self._proc: subprocess.Popen | None = None
+        self.server_info: dict = {}
+        self.starts = 0
+        self._closed = False
+        self._start()
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        proc = subprocess.Popen(
+            [sys.executable, "-s", "-m", "parquet_agent.tools.server"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=worker_environment(),
+            cwd="/",
+            close_fds=True,
+            start_new_session=True,  # a Ctrl-C in the notebook does not reach the workers
+        )
+        write_frame(proc.stdin.fileno(), {"config": self._config})
+        ready = read_frame(proc.stdout)
+        if not ready or not ready.get("ready"):
+            proc.kill()
+            err = proc.stderr.read().decode("utf-8", "replace")[-2000:]
+            raise RuntimeError(f"the tool worker server failed to start: {err}")
+        self.server_info = ready
+        self._proc = proc
+        self.starts += 1
+        threading.Thread(target=self._read_answers, args=(proc,), daemon=True, name="tools-answers").start()
+        threading.Thread(target=self._drain_stderr, args=(proc,), daemon=True, name="tools-stderr").start()
+
+    def _ensure_running(self) -> subprocess.Popen:
+        with self._start_lock:
+            if self._closed:
+                raise RuntimeError("this Tools is closed")
+            if self._proc is None or self._proc.poll() is not None:
+                self._start()
+            return self._proc
+
+    def close(self) -> None:
+        with self._start_lock:
+            self._closed = True
+            proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            proc.stdin.close()  # the server kills running children and exits
+            proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
+
+    @property
+    def server_pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def stderr_tail(self) -> list[str]:
+        return list(self._stderr_tail)
+
+    # -- calls ---------------------------------------------------------------------------------
+
+    def run(self, tool: str, args: dict) -> Answer:
+        t0 = time.perf_counter()
+        with self._admit:
+            t1 = time.perf_counter()
+            proc = self._ensure_running()
+            job_id = next(self._ids)
+            slot = _Slot()
+            with self._slots_lock:
+                self._slots[job_id] = slot
+            try:
+                with self._write_lock:
+                    write_frame(proc.stdin.fileno(), {"id": job_id, "tool": tool, "args": args})
+            except OSError:
+                slot.answer = _crashed("the tool worker server is gone; the next call starts a new one")
+                slot.event.set()
+            if not slot.event.wait(self._answer_timeout):
+                slot.answer = _crashed("no answer from the tool worker server in time")
+            with self._slots_lock:
+                self._slots.pop(job_id, None)
+            t2 = time.perf_counter()
+        return Answer(slot.answer or _crashed("no answer"), (t1 - t0) * 1000, (t2 - t1) * 1000)
+
+    def _read_answers(self, proc: subprocess.Popen) -> None:
+        while True:
+            try:
+                frame = read_frame(proc.stdout)
+            except (OSError, ValueError):
+                frame = None
+            if frame is None:
+                break
+            with self._slots_lock:
+                slot = self._slots.get(frame.get("id"))
+            if slot is not None:
+                slot.answer = frame
+                slot.event.set()
+        # The server is gone: fail every call still waiting on it.
+        with self._slots_lock:
+            waiting = list(self._slots.values())
+        for slot in waiting:
+            if not slot.event.is_set():
+                slot.answer = _crashed("the tool worker server exited; the next call starts a new one")
+                slot.event.set()
+
+    def _drain_stderr(self, proc: subprocess.Popen) -> None:
+        for line in proc.stderr:
+            self._stderr_tail.append(line.decode("utf-8", "replace").rstrip())
+
+
+def _crashed(message: str) -> dict:
+    return {"ok": False, "error": {"kind": "worker_crashed", "message": message}}

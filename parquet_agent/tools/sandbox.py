@@ -1,0 +1,168 @@
+"""Process hardening and the locked DuckDB connection of one sandboxed tool call.
+
+Runs inside a freshly forked worker child (see `server.py`), in this order:
+
+1. `harden(keep_fds, limits, drop_to)`: close every inherited descriptor except the corpus files
+   (opened read-only by the server) and the result pipe; rlimits for address space, CPU seconds,
+   file size 0 (nothing may be written to any file), no core dumps, at most `max_tasks` tasks;
+   then, when started as root, drop to an unprivileged uid/gid (default nobody, 65534) and set
+   `no_new_privs`. The corpus is then readable through the inherited descriptors
+   (`/proc/self/fd/N`) but not writable: even if every DuckDB check failed, the kernel refuses.
+2. `connect_locked(allowed, views)`: the measured connection recipe (notes A.1): 1 thread,
+   no async I/O threads, 128 MiB, no spill, no extensions, no replacement scans, exact-file
+   allow-list, external access off, configuration locked before any agent SQL runs.
+3. `Watchdog`: interrupts the running query at the wall-clock or CPU limit, so the agent gets a
+   clean `timeout`/`cpu` error; RLIMIT_CPU (SIGXCPU) and the server's SIGKILL are the backstops.
+
+The DuckDB paths are `/proc/self/fd/N`, so no host path reaches the agent (settings such as
+`current_setting('allowed_paths')` show only descriptor numbers).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import signal
+import threading
+import time
+from dataclasses import dataclass
+
+import duckdb
+
+NOBODY = 65534
+_PR_SET_NO_NEW_PRIVS = 38
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Per-call limits (DESIGN.md: sandboxed workers)."""
+
+    memory_limit: str = "128MiB"  # DuckDB buffer manager
+    address_space_bytes: int = 1536 * 1024 * 1024  # RLIMIT_AS
+    cpu_seconds: float = 20.0
+    wall_seconds: float = 30.0
+    max_tasks: int = 128  # RLIMIT_NPROC of the unprivileged uid (cgroup pids.max stand-in)
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def harden(keep_fds: set[int], limits: SandboxLimits, drop_to: tuple[int, int] | None) -> None:
+    """Confine the current (forked, single-threaded) process. Irreversible."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    keep = sorted(set(keep_fds) | {0, 1, 2})
+    low = 3
+    for fd in keep:
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, 65536)
+    # A write to any file fails with EFBIG instead of killing the worker with SIGXFSZ.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    cpu = int(limits.cpu_seconds) + 1  # the watchdog interrupts at cpu_seconds; this is the backstop
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 2))
+    resource.setrlimit(resource.RLIMIT_AS, (limits.address_space_bytes, limits.address_space_bytes))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if drop_to is not None:
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_tasks, limits.max_tasks))
+        uid, gid = drop_to
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+        if os.getuid() == 0 or os.geteuid() == 0:  # pragma: no cover - kernel refused silently
+            raise RuntimeError("privilege drop failed")
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+
+
+def fd_path(fd: int) -> str:
+    return f"/proc/self/fd/{fd}"
+
+
+_BASE_CONFIG = {
+    "threads": 1,
+    "async_threads": 0,  # 2.0 defaults to 8 I/O threads: more VmPeak under RLIMIT_AS (B.6i)
+    "temp_directory": "",
+    "max_temp_directory_size": "0B",
+    "autoload_known_extensions": False,
+    "autoinstall_known_extensions": False,
+    "allow_community_extensions": False,
+    "allow_unsigned_extensions": False,
+    "allow_persistent_secrets": False,
+    "python_enable_replacements": False,
+    "enable_external_file_cache": False,
+}
+
+
+def connect(limits: SandboxLimits) -> duckdb.DuckDBPyConnection:
+    """A new in-memory connection with the worker configuration, not yet locked."""
+    con = duckdb.connect(":memory:", config={**_BASE_CONFIG, "memory_limit": limits.memory_limit})
+    con.execute("SET enable_progress_bar = false")
+    return con
+
+
+def connect_locked(
+    allowed: list[str],
+    views: dict[str, str],
+    limits: SandboxLimits,
+    base: duckdb.DuckDBPyConnection | None = None,
+) -> duckdb.DuckDBPyConnection:
+    """A locked connection that can read exactly `allowed` (order matters, notes A.1).
+
+    `base` is the child's private copy of the server's pristine connection (see server.py);
+    without it a new connection is made. Can run once per child: the lock is irreversible.
+    """
+    con = base if base is not None else connect(limits)
+    for name, select in views.items():
+        con.execute(f"CREATE VIEW {name} AS {select}")
+    con.execute("SET allowed_paths = " + _sql_list(allowed))
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+    return con
+
+
+def read_parquet_sql(paths: list[str]) -> str:
+    return f"SELECT * FROM read_parquet({_sql_list(paths)})"
+
+
+def _sql_list(items: list[str]) -> str:
+    # Only our own /proc/self/fd/N paths get here; quote anyway.
+    return "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in items) + "]"
+
+
+class Watchdog:
+    """Interrupt `con` when wall time or process CPU time passes its limit.
+
+    `reason` is None, "timeout" or "cpu" once it fired. Polls every 20 ms: a thread in a forked
+    child that exits with os._exit needs no shutdown.
+    """
+
+    def __init__(self, limits: SandboxLimits):
+        self._limits = limits
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._start = time.monotonic()
+        self._cpu0 = time.process_time()
+        self.reason: str | None = None
+        threading.Thread(target=self._run, daemon=True, name="watchdog").start()
+
+    def watch(self, con: duckdb.DuckDBPyConnection) -> None:
+        self._con = con
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(0.02)
+            if time.monotonic() - self._start > self._limits.wall_seconds:
+                self.reason = "timeout"
+            elif time.process_time() - self._cpu0 > self._limits.cpu_seconds:
+                self.reason = "cpu"
+            if self.reason:  # keep interrupting: the connection may not exist yet
+                con = self._con
+                if con is not None:
+                    con.interrupt()

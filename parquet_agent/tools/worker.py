@@ -1,0 +1,376 @@
+"""One tool call inside a sandboxed worker child: run it, answer with one JSON frame, exit.
+
+`run_child(job, result_fd, ctx)` is what the fork server calls in a fresh child. It hardens the
+process (`sandbox.harden`), runs the job and writes `{"ok", "output", "truncated"}` or
+`{"ok": false, "error": {"kind", "message"}}` to `result_fd`, then `os._exit`s: no state carries
+from one call to the next. Error messages never show host paths: descriptor paths are mapped
+back to corpus file names.
+
+Jobs: `sql` (over `filings`, or over the one-row `filing` when scoped), `read_filing`,
+`search_headers`, and `probe` (test/benchmark only: a trivial SELECT).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from parquet_agent.tools.gate import GateRejection, parse_select
+from parquet_agent.tools.render import OutputLimits, bound_rows, jsonable
+from parquet_agent.tools.sandbox import (
+    SandboxLimits,
+    Watchdog,
+    connect_locked,
+    fd_path,
+    harden,
+    read_parquet_sql,
+)
+
+SCAN_ADVICE = (
+    "Whole-corpus scans of parsed_md cannot finish within the per-call budget. Narrow first by "
+    "metadata (year, month, accession, file_stem, char_count) or with search_headers, scope to "
+    "one filing with file_stem, and prefer contains(parsed_md, 'Exact Text') (about 2.5x faster "
+    "than ILIKE) or regexp_matches(parsed_md, 'x', 'i') over ILIKE."
+)
+_FD_PATH = re.compile(r"/proc/(?:self|\d+)/fd/(\d+)")
+
+
+class JobError(Exception):
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Context:
+    files: dict[str, int]  # corpus file name -> inherited read-only descriptor
+    index_fd: int | None
+    headers_fd: int | None
+    limits: SandboxLimits
+    output: OutputLimits
+    drop_to: tuple[int, int] | None
+    base: duckdb.DuckDBPyConnection | None = None  # pristine, unlocked; see server.py
+
+    @classmethod
+    def from_json(cls, data: dict, base: duckdb.DuckDBPyConnection | None = None) -> Context:
+        return cls(
+            base=base,
+            files=dict(data["files"]),
+            index_fd=data.get("index_fd"),
+            headers_fd=data.get("headers_fd"),
+            limits=SandboxLimits(**data["limits"]),
+            output=OutputLimits(**data["output"]),
+            drop_to=tuple(data["drop_to"]) if data.get("drop_to") else None,
+        )
+
+    def fd_names(self) -> dict[int, str]:
+        names = {fd: name for name, fd in self.files.items()}
+        if self.index_fd is not None:
+            names[self.index_fd] = "_index/index.parquet"
+        if self.headers_fd is not None:
+            names[self.headers_fd] = "_index/headers.parquet"
+        return names
+
+
+def run_child(job: dict, result_fd: int, ctx: Context) -> None:  # pragma: no cover - in a child
+    keep = {result_fd, *ctx.files.values()} | {fd for fd in (ctx.index_fd, ctx.headers_fd) if fd}
+    try:
+        harden(keep, ctx.limits, ctx.drop_to)
+        watchdog = Watchdog(ctx.limits)
+        answer = _run(job, ctx, watchdog)
+    except BaseException as exc:  # noqa: BLE001 - the child must always answer
+        answer = {"ok": False, "error": {"kind": "worker_crashed", "message": f"{type(exc).__name__}: {exc}"}}
+    data = json.dumps(answer, ensure_ascii=False).encode("utf-8", "replace")
+    view = memoryview(data)
+    while view:
+        view = view[os.write(result_fd, view) :]
+    os._exit(0)
+
+
+def _run(job: dict, ctx: Context, watchdog: Watchdog) -> dict:
+    try:
+        output, truncated = _dispatch(job["tool"], job["args"], ctx, watchdog)
+        return {"ok": True, "output": output, "truncated": truncated}
+    except JobError as exc:
+        return _error(exc.kind, exc.message, ctx)
+    except GateRejection as exc:
+        return _error(exc.kind, exc.message, ctx)
+    except duckdb.InterruptException:
+        return _limit_error(watchdog.reason or "timeout", ctx)
+    except (duckdb.OutOfMemoryException, MemoryError) as exc:
+        return _error(
+            "memory",
+            f"the query ran out of its {ctx.limits.memory_limit} memory limit ({_first(exc)}). "
+            "Return fewer or smaller values: aggregate, LIMIT, select substr(parsed_md, ...) "
+            "instead of whole cells, avoid sorting or DISTINCT over parsed_md.",
+            ctx,
+        )
+    except duckdb.PermissionException:
+        return _error(
+            "forbidden",
+            "only the corpus files of this snapshot are readable, through the view `filings` "
+            "(or `filing` when scoped with file_stem); other files, directories, URLs and "
+            "extensions are not accessible.",
+            ctx,
+        )
+    except duckdb.Error as exc:
+        if "bad allocation" in str(exc) or "Failed to allocate" in str(exc):
+            return _error("memory", f"the query ran out of memory ({_first(exc)}).", ctx)
+        return _error("sql", _sql_message(exc, job), ctx)
+
+
+def _limit_error(reason: str, ctx: Context) -> dict:
+    if reason == "cpu":
+        msg = f"the call used its {ctx.limits.cpu_seconds:g} CPU-second budget and was stopped. "
+    else:
+        msg = f"the call ran past its {ctx.limits.wall_seconds:g} s wall-clock limit and was stopped. "
+    return _error(reason, msg + SCAN_ADVICE, ctx)
+
+
+def _error(kind: str, message: str, ctx: Context) -> dict:
+    return {"ok": False, "error": {"kind": kind, "message": sanitize(message, ctx.fd_names())}}
+
+
+def sanitize(message: str, fd_names: dict[int, str]) -> str:
+    """Map descriptor paths back to corpus file names; cap the length."""
+    message = _FD_PATH.sub(lambda m: fd_names.get(int(m.group(1)), "<not allowed>"), message)
+    return message[:2000]
+
+
+def _first(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _sql_message(exc: duckdb.Error, job: dict) -> str:
+    text = "\n".join(str(exc).strip().splitlines()[:6])
+    scoped = job["tool"] == "sql" and job["args"].get("file_stem")
+    if scoped and "filings" in text:
+        text += "\n(With file_stem set, the query runs over the one-row view `filing`, not `filings`.)"
+    return text
+
+
+# -- the jobs ---------------------------------------------------------------------------------
+
+
+def _dispatch(tool: str, args: dict, ctx: Context, watchdog: Watchdog) -> tuple[Any, Any]:
+    if tool == "sql":
+        return _sql(args["query"], args.get("file_stem"), ctx, watchdog)
+    if tool == "read_filing":
+        return _read_filing(ctx, watchdog, **args)
+    if tool == "search_headers":
+        return _search_headers(ctx, watchdog, **args)
+    if tool == "probe":
+        con = connect_locked([], {}, ctx.limits, ctx.base)
+        return con.execute("SELECT 42").fetchone()[0], None
+    raise JobError("unknown_tool", f"no such job {tool!r}")
+
+
+def _corpus_paths(ctx: Context) -> list[str]:
+    return [fd_path(fd) for fd in ctx.files.values()]
+
+
+def _sql(query: str, file_stem: str | None, ctx: Context, watchdog: Watchdog) -> tuple[Any, Any]:
+    if file_stem is None:
+        paths = _corpus_paths(ctx)
+        con = connect_locked(paths, {"filings": read_parquet_sql(paths)}, ctx.limits, ctx.base)
+    else:
+        row = _locate_row(file_stem, None, ctx)
+        con = connect_locked([], {}, ctx.limits, ctx.base)  # the agent's query can read no file at all
+        con.register("filing", row)
+    watchdog.watch(con)
+    statement = parse_select(con, query)
+    cursor = con.execute(statement)
+    columns = [d[0] for d in cursor.description]
+    rows = cursor.fetchmany(ctx.output.max_rows + 1)
+    bounded, truncated = bound_rows(columns, rows, ctx.output)
+    output = {"columns": columns, "rows": bounded, "row_count": len(bounded)}
+    if file_stem is not None:
+        output["scoped_to"] = file_stem
+    if truncated:
+        output["truncated"] = truncated
+    return output, truncated
+
+
+def _locate_row(file_stem: str, columns: list[str] | None, ctx: Context) -> pa.Table:
+    """The one source row of `file_stem`, read with pyarrow (no DuckDB file access needed).
+
+    With the sidecar index: one lookup in `index.parquet`, then one row group of one corpus
+    file. Without it: min/max statistics on the sorted `file_stem` column prune the row groups
+    of each corpus file, as DuckDB's own pruning would. Either way only one row group's
+    Markdown is decompressed.
+    """
+    if ctx.index_fd is not None:
+        index = _parquet(ctx.index_fd)
+        found = _find(index, file_stem)
+        if found is None:
+            raise JobError("not_found", _not_found(file_stem))
+        entry = index.read_row_group(found[0], columns=["file", "row_group", "row_in_group"], use_threads=False)
+        file, group, row_in_group = (entry.column(i)[found[1]].as_py() for i in range(3))
+        if file not in ctx.files:
+            raise JobError("not_found", f"the index points {file_stem!r} at {file!r}, which is not in this snapshot; rebuild the index")
+        row = _parquet(ctx.files[file]).read_row_group(group, columns=columns, use_threads=False).slice(row_in_group, 1)
+        if row.num_rows != 1 or row.column("file_stem")[0].as_py() != file_stem:
+            raise JobError("not_found", f"the index entry for {file_stem!r} is stale; rebuild the index")
+        return row
+    for fd in ctx.files.values():
+        handle = _parquet(fd)
+        found = _find(handle, file_stem)
+        if found is not None:
+            return handle.read_row_group(found[0], columns=columns, use_threads=False).slice(found[1], 1)
+    raise JobError("not_found", _not_found(file_stem))
+
+
+def _parquet(fd: int) -> pq.ParquetFile:
+    return pq.ParquetFile(os.fdopen(os.dup(fd), "rb"))
+
+
+def _find(handle: pq.ParquetFile, file_stem: str) -> tuple[int, int] | None:
+    """(row group, row in group) of the first row whose file_stem equals `file_stem`."""
+    column = handle.schema_arrow.get_field_index("file_stem")
+    meta = handle.metadata
+    for group in range(meta.num_row_groups):
+        stats = meta.row_group(group).column(column).statistics
+        if stats is not None and stats.has_min_max and not (stats.min <= file_stem <= stats.max):
+            continue
+        stems = handle.read_row_group(group, columns=["file_stem"], use_threads=False).column(0)
+        position = pc.index(stems, file_stem).as_py()
+        if position >= 0:
+            return group, position
+    return None
+
+
+def _not_found(file_stem: str) -> str:
+    return (
+        f"no filing with file_stem {file_stem!r} in this corpus. file_stem is the accession "
+        "number; find it with search_headers or sql over `filings`."
+    )
+
+
+def _read_filing(
+    ctx: Context, watchdog: Watchdog, file_stem: str, start: int, max_chars: int, pattern: str | None
+) -> tuple[Any, Any]:
+    row = _locate_row(file_stem, ["file_stem", "parsed_md"], ctx)
+    text = row.column("parsed_md")[0].as_py() or ""
+    length = len(text)
+    base = {"source_id": f"filing:{file_stem}", "file_stem": file_stem, "char_count": length}
+    if start > length:
+        raise JobError("validation", f"start={start} is past the end of the filing ({length} characters)")
+    if pattern is None:
+        end = min(length, start + max_chars)
+        out = {**base, "start": start, "end": end, "text": text[start:end]}
+        out["next_start"] = end if end < length else None
+        truncated = {"next_start": end, "remaining_chars": length - end} if end < length else None
+        return out, truncated
+    return _windows(text, base, start, max_chars, pattern)
+
+
+_MAX_MATCHES_COUNTED = 10_000
+
+
+def _windows(text: str, base: dict, start: int, max_chars: int, pattern: str) -> tuple[Any, Any]:
+    # A literal, case-insensitive pattern: re.escape keeps untrusted text from being a ReDoS.
+    matcher = re.compile(re.escape(pattern), re.IGNORECASE)
+    context = max(40, min(400, max_chars // 4))
+    windows: list[dict] = []
+    used = 0
+    total = 0
+    next_start = None
+    for match in matcher.finditer(text, start):
+        total += 1
+        if total > _MAX_MATCHES_COUNTED:
+            break
+        if next_start is not None:
+            continue
+        w_start = max(0, match.start() - context)
+        w_end = min(len(text), match.end() + context)
+        if windows and w_start <= windows[-1]["end"]:  # overlapping windows merge
+            last = windows[-1]
+            extra = w_end - last["end"]
+            if used + extra > max_chars:
+                next_start = match.start()
+                continue
+            last["end"] = w_end
+            last["match_starts"].append(match.start())
+            used += extra
+            continue
+        if windows and used + (w_end - w_start) > max_chars:
+            next_start = match.start()
+            continue
+        w_end = min(w_end, w_start + max(max_chars, match.end() - w_start))
+        windows.append({"start": w_start, "end": w_end, "match_starts": [match.start()]})
+        used += w_end - w_start
+    for window in windows:
+        window["text"] = text[window["start"] : window["end"]]
+    out = {
+        **base,
+        "pattern": pattern,
+        "from": start,
+        "matches_total": min(total, _MAX_MATCHES_COUNTED),
+        "matches_total_capped": total > _MAX_MATCHES_COUNTED,
+        "windows": windows,
+        "next_start": next_start,
+    }
+    truncated = {"next_start": next_start} if next_start is not None else None
+    return out, truncated
+
+
+_HEADER_COLUMNS = ("file_stem", "company", "form_type", "period", "filing_date", "cik", "file")
+
+
+def _search_headers(ctx: Context, watchdog: Watchdog, query: str, page: int, page_size: int) -> tuple[Any, Any]:
+    if ctx.headers_fd is None:
+        raise JobError(
+            "not_found",
+            "this corpus has no header index (_index/headers.parquet), so search_headers is "
+            "unavailable; use sql over `filings` (e.g. contains(parsed_md, 'Name') on a narrowed "
+            "set of rows), or ask the operator to run `parquet-agent corpus index DIR`.",
+        )
+    headers = fd_path(ctx.headers_fd)
+    con = connect_locked([headers], {}, ctx.limits, ctx.base)
+    watchdog.watch(con)
+    terms = query.split()[:8]
+    where, params = [], []
+    for term in terms:
+        digits = term.lstrip("0") if term.isdigit() else None
+        clause = (
+            "(contains(lower(company), lower(?)) OR lower(form_type) = lower(?) "
+            "OR starts_with(CAST(period AS VARCHAR), ?) OR starts_with(CAST(filing_date AS VARCHAR), ?) "
+            "OR file_stem = ?"
+        )
+        params += [term, term, term, term, term]
+        if digits is not None:
+            clause += " OR CAST(cik AS VARCHAR) = ?"
+            params.append(digits or "0")
+        where.append(clause + ")")
+    condition = " AND ".join(where) or "TRUE"
+    source = f"read_parquet('{headers}')"
+    (total,) = con.execute(f"SELECT count(*) FROM {source} WHERE {condition}", params).fetchone()
+    cols = ", ".join(_HEADER_COLUMNS)
+    rows = con.execute(
+        f"SELECT {cols} FROM {source} WHERE {condition} ORDER BY file_stem LIMIT ? OFFSET ?",
+        [*params, page_size, (page - 1) * page_size],
+    ).fetchall()
+    results = [dict(zip(_HEADER_COLUMNS, (jsonable(v) for v in row))) for row in rows]
+    pages = (total + page_size - 1) // page_size
+    output = {
+        "query": query,
+        "total": total,
+        "page": page,
+        "page_size": page_size,
+        "pages": pages,
+        "results": results,
+    }
+    if page > pages and total:
+        output["note"] = f"page {page} is past the last page ({pages})"
+    truncated = {"more_pages": True, "next_page": page + 1} if page < pages else None
+    return output, truncated
