@@ -1,0 +1,99 @@
+"""`parquet-agent preflight CONFIG [--raw-dir DIR]`: one cheap health call per configured model.
+
+Reads only `[[models]]` and `[judge]` of the experiment config (`spec.load_model_specs`), builds
+each model (keys from the environment), and sends one tiny request (purpose `health`, label
+`preflight/<name>`), recorded into a `DirectorySink` under `--raw-dir` (or a new temporary folder,
+printed). Prints, per model: requested provider and model, the actual provider and model from
+the reply, attempts, tokens, cost and its source, and the raw files. Writes
+`preflight.json` (schema_version 1) beside the raw files. Exit 0 when every model answered,
+1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+from parquet_agent.errors import ModelCallError, ParquetAgentError
+from parquet_agent.models.factory import build_model
+from parquet_agent.models.protocol import GenerationSettings, ModelRequest, SystemMessage, UserMessage
+from parquet_agent.models.sink import DirectorySink
+from parquet_agent.models.spec import load_model_specs
+
+HEALTH_PROMPT = "Reply with the single word: ok"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "preflight",
+        help="send one cheap health call per configured model and report provider and cost",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    p.add_argument("config", type=Path, help="experiment config (TOML)")
+    p.add_argument("--raw-dir", type=Path, default=None,
+                   help="folder for the raw request/response files (default: a new temp folder)")
+    p.set_defaults(handler=run_preflight)
+
+
+def run_preflight(args: argparse.Namespace) -> int:
+    models, judge = load_model_specs(args.config)
+    root = args.raw_dir or Path(tempfile.mkdtemp(prefix="parquet-agent-preflight-"))
+    root.mkdir(parents=True, exist_ok=True)
+    sink = DirectorySink(root)
+    print(f"preflight: recording raw exchanges under {root}")
+    report, failures = [], 0
+    for role, spec in [("model", m) for m in models] + ([("judge", judge)] if judge else []):
+        entry = {"role": role, "name": spec.name, "provider": spec.provider, "model": spec.model}
+        try:
+            model = build_model(spec)
+            request = ModelRequest(
+                messages=(SystemMessage("You are a health check."), UserMessage(HEALTH_PROMPT)),
+                settings=GenerationSettings(max_output_tokens=16),
+                purpose="health",
+                label=f"preflight/{spec.name}",
+            )
+            result = model.complete(request, sink)
+            attempts = result.attempts
+            entry.update(ok=True, reply=result.reply.text,
+                         actual_provider=result.reply.provider, actual_model=result.reply.model)
+        except ModelCallError as exc:
+            attempts = exc.attempts
+            entry.update(ok=False, error=str(exc))
+        except ParquetAgentError as exc:
+            attempts = ()
+            entry.update(ok=False, error=str(exc))
+        usd = [a.cost.usd for a in attempts]
+        entry["attempts"] = [asdict(a) for a in attempts]
+        entry["cost_usd"] = sum(u for u in usd if u is not None)
+        entry["attempts_without_cost"] = sum(1 for u in usd if u is None)
+        failures += 0 if entry["ok"] else 1
+        report.append(entry)
+        _print_entry(entry, attempts)
+    (root / "preflight.json").write_text(json.dumps(
+        {"schema_version": 1, "config": str(args.config),
+         "at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "models": report},
+        indent=1, default=str))
+    print(f"preflight: {len(report) - failures}/{len(report)} model(s) answered; "
+          f"details in {root / 'preflight.json'}")
+    return 0 if failures == 0 else 1
+
+
+def _print_entry(entry: dict, attempts) -> None:
+    head = f"  [{entry['role']}] {entry['name']}: {entry['provider']} {entry['model']}"
+    if not entry["ok"]:
+        print(f"{head} -> FAILED: {entry['error']}")
+    else:
+        last = attempts[-1]
+        cost = last.cost
+        usd = "unknown" if cost.usd is None else f"${cost.usd:.6f}"
+        print(f"{head} -> actual {entry['actual_provider']} {entry['actual_model']}; "
+              f"{len(attempts)} attempt(s); tokens in/out {last.usage.input_tokens}/"
+              f"{last.usage.output_tokens}; cost {usd} ({cost.source}"
+              f"{', ' + cost.note if cost.note else ''})")
+    for a in attempts:
+        print(f"      attempt {a.number}: {a.outcome} status={a.http_status} "
+              f"raw={a.request_path} {a.response_path}")
