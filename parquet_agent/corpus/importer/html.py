@@ -35,6 +35,7 @@ _BLOCK_TAGS = frozenset({"p", "div", "br", "li", "tr", "table", "h1", "h2", "h3"
 _PREFIX_SYMBOLS = frozenset({"$", "€", "£", "¥", "US$", "C$"})
 _SUFFIX_SYMBOLS = frozenset({"%", ")", "%)", ")%", "pts", "bps"})
 _WS = re.compile(r"\s+")
+_LINE_BREAK = re.compile(r"[\r\n\t]")
 _MAX_COLSPAN = 64  # malformed colspans ("colspan=1000") would blow a grid up
 
 
@@ -167,6 +168,11 @@ def html_to_markdown(raw: bytes | str) -> HtmlDocument:
     for tag in soup.find_all(style=_HIDDEN_STYLE):
         if not tag.decomposed:
             tag.decompose()
+    # Source HTML is hard-wrapped at arbitrary points; markdownify would keep those line breaks
+    # inside paragraphs, where they split phrases that a search or a quote must find whole.
+    for text in soup.find_all(string=_LINE_BREAK):
+        if type(text) is NavigableString and text.find_parent("pre") is None:
+            text.replace_with(_WS.sub(" ", text))
     # Render each outermost table to Markdown first and leave a token in its place: markdownify
     # would otherwise convert every cell only for us to throw the result away.
     rendered: dict[str, str] = {}
