@@ -151,6 +151,11 @@ def _extract_dei(soup: BeautifulSoup) -> dict[str, str]:
     return facts
 
 
+def _looks_preformatted(text: str) -> bool:
+    lines = text.splitlines()
+    return len(lines) >= 3 and sum("   " in line for line in lines) * 4 >= len(lines)
+
+
 def parse_html(raw: bytes | str) -> BeautifulSoup:
     with warnings.catch_warnings():
         # iXBRL is XHTML; the lenient HTML parser is what we want for the old, sloppy filings too
@@ -170,8 +175,13 @@ def html_to_markdown(raw: bytes | str) -> HtmlDocument:
             tag.decompose()
     # Source HTML is hard-wrapped at arbitrary points; markdownify would keep those line breaks
     # inside paragraphs, where they split phrases that a search or a quote must find whole.
+    # Text laid out with spaces (old filings wrapped in a bare <div>) keeps its lines.
     for text in soup.find_all(string=_LINE_BREAK):
-        if type(text) is NavigableString and text.find_parent("pre") is None:
+        if (
+            type(text) is NavigableString
+            and text.find_parent("pre") is None
+            and not _looks_preformatted(text)
+        ):
             text.replace_with(_WS.sub(" ", text))
     # Render each outermost table to Markdown first and leave a token in its place: markdownify
     # would otherwise convert every cell only for us to throw the result away.
