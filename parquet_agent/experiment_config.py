@@ -2,8 +2,9 @@
 
     config = load_config("configs/smoke.toml")          # or ExperimentConfig.from_toml(...)
     config = ExperimentConfig(name="smoke", corpus="data/sample", questions="...",
-                              models=[ModelConfig(name="flash", provider="google", model="...")],
-                              judge=ModelConfig(name="judge", provider="rubric"))
+                              models=[ModelSpec(name="flash", provider="google", model="...",
+                                                api_key_env="GEMINI_API_KEY")],
+                              judge=ModelSpec(name="judge", provider="rubric", model="rubric"))
     ids = config.sample.select(all_question_ids)         # deterministic for a seed
     config.config_hash()                                  # "b2:<hex>" over canonical JSON
 
@@ -31,8 +32,11 @@ Keys (the contract's keys, unchanged, plus documented optional ones):
 Relative paths resolve against the TOML file's folder (or `base_dir` for objects / dicts; the
 current directory when none is given). `to_dict()` is the JSON form frozen into the manifest;
 `config_hash()` hashes its canonical JSON (sorted keys, no spaces, UTF-8) with BLAKE2b-256.
-Dataclasses here mirror `parquet_agent.models` field names, so `ModelConfig` can be handed to
-`models.build_model` as is.
+Models are `parquet_agent.models.spec.ModelSpec` records (built by the models piece's
+`model_spec_from_table`, which also accepts its optional keys: `max_output_tokens`,
+`max_attempts`, `timeout_s`, `fail_on_pin_mismatch`, `tool_call_content`, `max_tokens_field`,
+`script`), so they go to `models.build_model` as they are. A `rubric` judge is a ModelSpec with
+`provider="rubric"`, which `build_model` does not build: the judge piece handles it.
 """
 
 from __future__ import annotations
@@ -44,11 +48,12 @@ import random
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from parquet_agent.errors import ConfigError
+from parquet_agent.models.spec import ModelSpec, model_spec_from_table
 
 SCHEMA_VERSION = 1
 STRATEGIES = ("sql", "sql+stream")
@@ -102,66 +107,60 @@ def _join(where: str, key: str) -> str:
 # -- records ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ModelConfig:
-    """One `[[models]]` entry or the `[judge]`; field names match DESIGN.md exactly."""
+def validate_model(spec: ModelSpec, where: str, *, judge: bool = False) -> ModelSpec:
+    """Check one model entry beyond what `ModelSpec` itself checks; return it (normalised).
 
-    name: str
-    provider: str
-    model: str | None = None
-    api_key_env: str | None = None
-    base_url: str | None = None
-    provider_pin: tuple[str, ...] | None = None
-    temperature: float | None = None
-    reasoning_effort: str | None = None
-    _where: str = field(default="", repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        w = self._where or "model"
-        _check_type(_join(w, "name"), self.name, str, "a string")
-        if not _SLUG.match(self.name) or self.name.endswith("_"):
-            raise _fail(_join(w, "name"), f"{self.name!r} is not a slug: use letters, digits, "
-                        "'.', '-', '+' and single '_' (it goes into case ids, joined by '__')")
-        # "rubric" is only a judge; ExperimentConfig refuses it among [[models]]
-        if self.provider not in JUDGE_PROVIDERS:
-            raise _fail(_join(w, "provider"),
-                        f"{self.provider!r} is not one of {', '.join(JUDGE_PROVIDERS)}")
-        if self.model is None:
-            if self.provider not in OFFLINE_PROVIDERS:
-                raise _fail(_join(w, "model"), f"provider {self.provider!r} needs a model id")
-            object.__setattr__(self, "model", self.provider)
-        _check_type(_join(w, "model"), self.model, str, "a string")
-        if self.api_key_env is not None:
-            _check_type(_join(w, "api_key_env"), self.api_key_env, str, "a string")
-            if _KEYLIKE.search(self.api_key_env) or not _ENV_NAME.match(self.api_key_env):
-                raise _fail(_join(w, "api_key_env"), "must be the NAME of an environment variable "
-                            "(e.g. OPENAI_API_KEY), never the key itself")
-        if self.base_url is not None:
-            _check_type(_join(w, "base_url"), self.base_url, str, "a string")
-            if not self.base_url.startswith(("http://", "https://")):
-                raise _fail(_join(w, "base_url"), f"{self.base_url!r} must start with http:// or https://")
-        if self.provider_pin is not None:
-            _check_type(_join(w, "provider_pin"), self.provider_pin, (list, tuple), "a list of strings")
-            for item in self.provider_pin:
-                _check_type(_join(w, "provider_pin"), item, str, "a list of strings")
-            if not self.provider_pin:
-                raise _fail(_join(w, "provider_pin"), "is empty: leave it out to allow any provider")
-            object.__setattr__(self, "provider_pin", tuple(self.provider_pin))
-        if self.temperature is not None:
-            _check_type(_join(w, "temperature"), self.temperature, (int, float), "a number")
-            if not 0 <= self.temperature <= 2:
-                raise _fail(_join(w, "temperature"), f"{self.temperature} is outside 0..2")
-            object.__setattr__(self, "temperature", float(self.temperature))
-        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
-            raise _fail(_join(w, "reasoning_effort"),
-                        f"{self.reasoning_effort!r} is not one of {', '.join(REASONING_EFFORTS)}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
-                for f in fields(self) if not f.name.startswith("_")}
+    `models.spec.model_spec_from_table` checks keys, provider and api_key_env presence; here:
+    the name is a slug, `rubric` only for the judge, temperature 0-2, a known reasoning effort,
+    an http(s) base_url, and an `api_key_env` that is a variable name, not a pasted key.
+    """
+    w = where
+    _check_type(w, spec, ModelSpec, "a ModelSpec (parquet_agent.models.spec)")
+    _check_type(_join(w, "name"), spec.name, str, "a string")
+    if not _SLUG.match(spec.name) or spec.name.endswith("_"):
+        raise _fail(_join(w, "name"), f"{spec.name!r} is not a slug: use letters, digits, "
+                    "'.', '-', '+' and single '_' (it goes into case ids, joined by '__')")
+    providers = JUDGE_PROVIDERS if judge else MODEL_PROVIDERS
+    if spec.provider not in providers:
+        extra = " ('rubric' can only be the [judge])" if spec.provider == "rubric" else ""
+        raise _fail(_join(w, "provider"),
+                    f"{spec.provider!r} is not one of {', '.join(providers)}{extra}")
+    _check_type(_join(w, "model"), spec.model, str, "a string")
+    if spec.provider not in OFFLINE_PROVIDERS and spec.model == spec.provider:
+        raise _fail(_join(w, "model"), f"provider {spec.provider!r} needs a model id")
+    if spec.api_key_env is not None:
+        _check_type(_join(w, "api_key_env"), spec.api_key_env, str, "a string")
+        if _KEYLIKE.search(spec.api_key_env) or not _ENV_NAME.match(spec.api_key_env):
+            raise _fail(_join(w, "api_key_env"), "must be the NAME of an environment variable "
+                        "(e.g. OPENAI_API_KEY), never the key itself")
+    if spec.base_url is not None:
+        _check_type(_join(w, "base_url"), spec.base_url, str, "a string")
+        if not spec.base_url.startswith(("http://", "https://")):
+            raise _fail(_join(w, "base_url"), f"{spec.base_url!r} must start with http:// or https://")
+    if spec.provider_pin is not None:
+        _check_type(_join(w, "provider_pin"), spec.provider_pin, (list, tuple), "a list of strings")
+        if not spec.provider_pin:
+            raise _fail(_join(w, "provider_pin"), "is empty: leave it out to allow any provider")
+        for item in spec.provider_pin:
+            _check_type(_join(w, "provider_pin"), item, str, "a list of strings")
+        spec = replace(spec, provider_pin=tuple(spec.provider_pin))
+    if spec.temperature is not None:
+        _check_type(_join(w, "temperature"), spec.temperature, (int, float), "a number")
+        if not 0 <= spec.temperature <= 2:
+            raise _fail(_join(w, "temperature"), f"{spec.temperature} is outside 0..2")
+        spec = replace(spec, temperature=float(spec.temperature))
+    if spec.reasoning_effort is not None and spec.reasoning_effort not in REASONING_EFFORTS:
+        raise _fail(_join(w, "reasoning_effort"),
+                    f"{spec.reasoning_effort!r} is not one of {', '.join(REASONING_EFFORTS)}")
+    return spec
 
 
-_MODEL_KEYS = tuple(f.name for f in fields(ModelConfig) if not f.name.startswith("_"))
+def model_to_dict(spec: ModelSpec) -> dict[str, Any]:
+    """A model entry as TOML-shaped JSON (tuples as lists)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(spec).items()}
+
+
+_MODEL_KEYS = tuple(f.name for f in fields(ModelSpec))
 
 
 @dataclass(frozen=True)
@@ -299,8 +298,8 @@ class ExperimentConfig:
     name: str
     corpus: Path
     questions: Path
-    models: tuple[ModelConfig, ...]
-    judge: ModelConfig
+    models: tuple[ModelSpec, ...]
+    judge: ModelSpec
     strategies: tuple[str, ...] = STRATEGIES
     sample: Sample = field(default_factory=Sample)
     runs_dir: Path = Path("runs")
@@ -334,17 +333,18 @@ class ExperimentConfig:
         if not self.models:
             raise _fail(f"{s} [[models]]", "needs at least one model")
         seen: set[str] = set()
+        models = []
         for i, model in enumerate(self.models):
-            _check_type(f"{s} [[models]][{i}]", model, ModelConfig, "a ModelConfig")
-            if model.provider not in MODEL_PROVIDERS:
-                raise _fail(f"{s} [[models]][{i}].provider", f"{model.provider!r} can only be "
-                            f"the [judge]; answer models use {', '.join(MODEL_PROVIDERS)}")
+            model = validate_model(model, f"{s} [[models]][{i}]")
+            if model.script and not Path(model.script).is_absolute():
+                model = replace(model, script=str((base / model.script).resolve()))
             if model.name in seen:
                 raise _fail(f"{s} [[models]][{i}].name", f"{model.name!r} is used twice; names "
                             "must be unique (they go into case ids)")
             seen.add(model.name)
-        object.__setattr__(self, "models", tuple(self.models))
-        _check_type(f"{s} [judge]", self.judge, ModelConfig, "a ModelConfig")
+            models.append(model)
+        object.__setattr__(self, "models", tuple(models))
+        object.__setattr__(self, "judge", validate_model(self.judge, f"{s} [judge]", judge=True))
         _check_type(f"{s} [limits]", self.limits, Limits, "a Limits")
 
     # -- loading --------------------------------------------------------------------------------
@@ -372,9 +372,10 @@ class ExperimentConfig:
                 raise _fail(source, f"missing required key {key!r}")
         models_data = data["models"]
         _check_type(f"{s} [[models]]", models_data, list, "an array of tables ([[models]])")
-        models = tuple(_model(m, f"{s} [[models]][{i}]", judge=False)
+        base = Path(base_dir) if base_dir else None
+        models = tuple(_model(m, f"{s} [[models]][{i}]", judge=False, base_dir=base)
                        for i, m in enumerate(models_data))
-        judge = _model(data["judge"], f"{s} [judge]", judge=True)
+        judge = _model(data["judge"], f"{s} [judge]", judge=True, base_dir=base)
         limits_data = data.get("limits", {})
         _check_type(f"{s} [limits]", limits_data, Mapping, "a table")
         _check_keys(f"{s} [limits]", limits_data, _LIMIT_KEYS)
@@ -401,8 +402,8 @@ class ExperimentConfig:
             "sample": self.sample.to_json(),
             "strategies": list(self.strategies),
             "runs_dir": str(self.runs_dir),
-            "models": [m.to_dict() for m in self.models],
-            "judge": self.judge.to_dict(),
+            "models": [model_to_dict(m) for m in self.models],
+            "judge": model_to_dict(self.judge),
             "limits": self.limits.to_dict(),
         }
 
@@ -410,7 +411,7 @@ class ExperimentConfig:
         """`b2:<hex>` over the canonical JSON of `to_dict()`."""
         return tagged_hash(canonical_json(self.to_dict()))
 
-    def model(self, name: str) -> ModelConfig:
+    def model(self, name: str) -> ModelSpec:
         """The configured model called `name` (ConfigError listing the names otherwise)."""
         for m in self.models:
             if m.name == name:
@@ -428,17 +429,23 @@ def case_id(question_id: str, model_name: str, strategy: str) -> str:
     return f"{question_id}__{model_name}__{strategy}"
 
 
-def _model(data: Any, where: str, *, judge: bool) -> ModelConfig:
+def _model(data: Any, where: str, *, judge: bool, base_dir: Path | None) -> ModelSpec:
     _check_type(where, data, Mapping, "a table")
     _check_keys(where, data, _MODEL_KEYS)
-    data = dict(data)
-    if "name" not in data:
-        if not judge:
-            raise _fail(where, "missing required key 'name' (the slug used in case ids)")
-        data["name"] = "judge"
-    if "provider" not in data:
-        raise _fail(where, "missing required key 'provider'")
-    return ModelConfig(**data, _where=where)
+    if "name" not in data and not judge:
+        raise _fail(where, "missing required key 'name' (the slug used in case ids)")
+    if judge and data.get("provider") == "rubric":
+        # the offline rubric judge is not a model the models piece builds
+        return ModelSpec(**({"name": "judge", "model": "rubric"} | dict(data)))
+    providers = JUDGE_PROVIDERS if judge else MODEL_PROVIDERS
+    if data.get("provider") not in providers:
+        extra = " ('rubric' can only be the [judge])" if data.get("provider") == "rubric" else ""
+        raise _fail(_join(where, "provider"),
+                    f"{data.get('provider')!r} is not one of {', '.join(providers)}{extra}")
+    if "model" not in data and data.get("provider") not in OFFLINE_PROVIDERS:
+        raise _fail(_join(where, "model"), f"provider {data.get('provider')!r} needs a model id")
+    return model_spec_from_table(data, where=where, default_name="judge" if judge else None,
+                                 base_dir=base_dir)
 
 
 def load_config(path: str | Path) -> ExperimentConfig:
@@ -446,7 +453,7 @@ def load_config(path: str | Path) -> ExperimentConfig:
     return ExperimentConfig.from_toml(path)
 
 
-__all__ = ["ExperimentConfig", "Limits", "ModelConfig", "Sample", "STRATEGIES", "case_id",
+__all__ = ["ExperimentConfig", "Limits", "ModelSpec", "Sample", "validate_model", "model_to_dict", "STRATEGIES", "case_id",
            "canonical_json", "config_hash_of", "load_config", "tagged_hash"]
 
 

@@ -8,6 +8,7 @@ appends to its conversation.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from parquet_agent.models.protocol import (
@@ -45,8 +46,19 @@ def reply_from_dict(d: dict[str, Any]) -> Reply:
 
 
 def attempt_from_dict(d: dict[str, Any]) -> Attempt:
-    """The `Attempt` saved in a `model_attempt` / `judge_attempt` event."""
-    values = dict(d)
+    """The `Attempt` saved in a `model_attempt` / `judge_attempt` event.
+
+    Keys the record does not have (a newer writer) are dropped; JSON lists become the tuples
+    the record declares.
+    """
+    values: dict[str, Any] = {}
+    for f in fields(Attempt):
+        if f.name not in d:
+            continue
+        value = d[f.name]
+        if isinstance(value, list) and "tuple" in str(f.type):
+            value = tuple(value)
+        values[f.name] = value
     values["usage"] = Usage(**(d.get("usage") or {}))
     values["cost"] = Cost(**(d.get("cost") or {"usd": None, "source": "unknown"}))
     return Attempt(**values)

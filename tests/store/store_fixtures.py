@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from parquet_agent.experiment_config import ExperimentConfig, Limits, ModelConfig
+from parquet_agent.experiment_config import ExperimentConfig, Limits
+from parquet_agent.models.spec import ModelSpec
 from parquet_agent.models.protocol import (
     AssistantMessage,
     Attempt,
@@ -34,9 +35,9 @@ SNAPSHOT = {
 def make_config(tmp_path: Path, **limits) -> ExperimentConfig:
     return ExperimentConfig(
         name="smoke test", corpus="data/sample", questions="data/sample/questions.jsonl",
-        models=(ModelConfig(name="flash", provider="scripted"),
-                ModelConfig(name="base", provider="baseline")),
-        judge=ModelConfig(name="judge", provider="rubric"),
+        models=(ModelSpec(name="flash", provider="scripted", model="scripted"),
+                ModelSpec(name="base", provider="baseline", model="baseline")),
+        judge=ModelSpec(name="judge", provider="rubric", model="rubric"),
         strategies=("sql", "sql+stream"), runs_dir="runs", limits=Limits(**limits),
         base_dir=tmp_path)
 

@@ -1,0 +1,122 @@
+"""Journals: typed events round trip, torn tails are reported and repaired, damage is loud."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from parquet_agent.errors import RunError
+from parquet_agent.store import (
+    CaseFinished,
+    CaseStarted,
+    Journal,
+    ModelAttempt,
+    ToolCallEvent,
+    read_journal,
+)
+from parquet_agent.store.records import attempt_from_dict
+
+from store_fixtures import make_attempt
+
+
+def test_events_round_trip_typed(tmp_path):
+    journal = Journal(tmp_path / "journal" / "Q1__m__sql.jsonl")
+    attempt = make_attempt()
+    from dataclasses import asdict
+
+    journal.append(CaseStarted(case_id="Q1__m__sql", question_id="Q1", model="m", strategy="sql"))
+    journal.append(ModelAttempt(label="Q1__m__sql/turn-01", attempt=asdict(attempt)))
+    journal.append(ToolCallEvent(turn=1, call_id="c1", name="sql", arguments={"query": "SELECT 1"},
+                                 ok=True, model_text='{"rows":[[1]]}', output={"rows": [[1]]},
+                                 timings={"total_ms": 3.5}))
+    journal.append(CaseFinished(status="complete", answer="42"))
+    journal.close()
+    read = read_journal(journal.path)
+    assert read.torn is None
+    assert [e.event for e in read.events] == ["case_started", "model_attempt", "tool_call",
+                                              "case_finished"]
+    assert [e.seq for e in read.events] == [0, 1, 2, 3]
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", e.at) for e in read.events)
+    assert attempt_from_dict(read.events[1].payload().attempt) == attempt
+    assert read.events[2].payload().arguments == {"query": "SELECT 1"}
+    line = json.loads(journal.path.read_text().splitlines()[0])
+    assert line["schema_version"] == 1 and line["event"] == "case_started"
+    with pytest.raises(ValueError):
+        CaseFinished(status="done")
+
+
+def test_torn_last_line_is_reported_then_moved_aside(tmp_path):
+    path = tmp_path / "c.jsonl"
+    journal = Journal(path)
+    journal.append(CaseStarted(case_id="c", question_id="Q", model="m", strategy="sql"))
+    journal.close()
+    with open(path, "ab") as f:
+        f.write(b'{"schema_version":1,"event":"model_tu')
+    read = read_journal(path)
+    assert len(read.events) == 1 and read.torn.startswith('{"schema_version"')
+    journal = Journal(path)  # reopening repairs: new events never follow a broken line
+    journal.append(CaseFinished(status="failed", reason="x"))
+    journal.close()
+    read = read_journal(path)
+    assert read.torn is None and [e.seq for e in read.events] == [0, 1]
+    assert b"model_tu" in (tmp_path / "c.jsonl.torn").read_bytes()
+
+
+def test_a_damaged_line_mid_file_is_an_error_not_dropped(tmp_path):
+    path = tmp_path / "c.jsonl"
+    journal = Journal(path)
+    for _ in range(3):
+        journal.append(CaseStarted(case_id="c", question_id="Q", model="m", strategy="sql"))
+    journal.close()
+    lines = path.read_bytes().split(b"\n")
+    lines[1] = lines[1][:20]
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(RunError, match="line 2"):
+        read_journal(path)
+    with pytest.raises(RunError, match="line 2"):
+        Journal(path)
+
+
+_APPENDER = textwrap.dedent("""
+    import sys
+    from parquet_agent.store import Journal, ToolCallEvent
+    journal = Journal(sys.argv[1])
+    session, i = int(sys.argv[2]), 0
+    while True:
+        journal.append(ToolCallEvent(turn=i, call_id=f"s{session}", name="sql", arguments={"i": i},
+                                     ok=True, model_text="x" * (i * 997 % 20000)))
+        print(i, flush=True)
+        i += 1
+""")
+
+
+@pytest.mark.timeout(60)
+def test_sigkill_mid_append_keeps_every_acknowledged_event(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    acked: dict[str, list[int]] = {}
+    for session, stop_after in enumerate((3, 25, 60)):
+        proc = subprocess.Popen([sys.executable, "-c", _APPENDER, str(path), str(session)],
+                                stdout=subprocess.PIPE, text=True)
+        got = acked[f"s{session}"] = []
+        for line in proc.stdout:
+            got.append(int(line))
+            if len(got) >= stop_after:
+                break
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        got += [int(line) for line in proc.stdout if line.strip()]
+        proc.stdout.close()
+    read = read_journal(path)  # the last kill may have left a torn line: skipped, not an error
+    assert [e.seq for e in read.events] == list(range(len(read.events)))
+    for session, got in acked.items():
+        written = [e.data["turn"] for e in read.events if e.data["call_id"] == session]
+        # in order, no gaps, and everything acknowledged is there (maybe one more, unacknowledged)
+        assert written == list(range(len(written)))
+        assert len(written) >= len(got) and len(written) - len(got) <= 1

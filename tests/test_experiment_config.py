@@ -1,0 +1,176 @@
+"""The experiment config contract: TOML and objects, clear errors, sampling, hashing."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from parquet_agent.errors import ConfigError
+from parquet_agent.experiment_config import (
+    ExperimentConfig,
+    Limits,
+    Sample,
+    load_config,
+)
+from parquet_agent.models.spec import ModelSpec
+
+GOOD = """
+name = "smoke"
+corpus = "data/sample"
+questions = "data/sample/questions.jsonl"
+sample = { n = 2, seed = 7 }
+strategies = ["sql", "sql+stream"]
+runs_dir = "runs"
+
+[[models]]
+name = "flash"
+provider = "google"
+model = "gemini-2.5-flash"
+api_key_env = "GEMINI_API_KEY"
+temperature = 0.0
+reasoning_effort = "low"
+
+[[models]]
+name = "luna"
+provider = "openai"
+model = "openai/gpt-6-luna"
+api_key_env = "OPENROUTER_API_KEY"
+base_url = "http://127.0.0.1:8000/v1"
+provider_pin = ["openai"]
+
+[judge]
+provider = "anthropic"
+model = "claude-haiku-4-5"
+api_key_env = "ANTHROPIC_API_KEY"
+
+[limits]
+max_tool_calls = 12
+max_rounds = 16
+case_workers = 4
+data_workers = 1
+cache = "on"
+"""
+
+
+def write(tmp_path, text, name="exp.toml"):
+    path = tmp_path / "configs" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def errors_for(tmp_path, text) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, text))
+    return str(info.value)
+
+
+def test_contract_example_loads_with_paths_relative_to_the_file(tmp_path):
+    config = load_config(write(tmp_path, GOOD))
+    assert config.corpus == (tmp_path / "configs" / "data" / "sample").resolve()
+    assert config.runs_dir == (tmp_path / "configs" / "runs").resolve()
+    assert [m.name for m in config.models] == ["flash", "luna"]
+    assert config.models[1].provider_pin == ("openai",)
+    assert config.judge.name == "judge" and config.judge.temperature is None
+    assert config.limits == Limits()
+    assert config.sample == Sample("n", n=2, seed=7)
+    assert config.case_ids(["Q1"])[:2] == ("Q1__flash__sql", "Q1__flash__sql+stream")
+
+
+@pytest.mark.parametrize("patch, expected", [
+    ('\ncolour = "red"\n', "exp.toml: unknown key 'colour'"),
+    ("\n[limits]\nmax_tool_call = 3\n", "did you mean 'max_tool_calls'"),
+])
+def test_unknown_top_level_and_limit_keys_are_errors(tmp_path, patch, expected):
+    text = GOOD.replace("\n[limits]", "\n[limits_old]") if "[limits]" in patch else GOOD
+    if "[limits]" in patch:
+        text = text.split("[limits_old]")[0]
+    message = errors_for(tmp_path, patch + text if "colour" in patch else text + patch)
+    assert expected in message
+
+
+def test_unknown_model_key_names_the_entry(tmp_path):
+    message = errors_for(tmp_path, GOOD.replace('provider_pin = ["openai"]', 'provider_pinn = ["x"]'))
+    assert "[[models]][1]" in message and "'provider_pinn'" in message
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ("max_rounds = 16", 'max_rounds = "many"', "[limits].max_rounds: expected an integer"),
+    ("max_rounds = 16", "max_rounds = true", "[limits].max_rounds: expected an integer"),
+    ("case_workers = 4", "case_workers = 0", "below the minimum 1"),
+    ('cache = "on"', 'cache = "maybe"', '"on" or "off"'),
+    ("temperature = 0.0", "temperature = 7", "outside 0..2"),
+    ('reasoning_effort = "low"', 'reasoning_effort = "huge"', "reasoning_effort"),
+    ('provider = "google"', 'provider = "gooogle"', "[[models]][0].provider"),
+    ('name = "luna"', 'name = "flash"', "used twice"),
+    ('name = "luna"', 'name = "lu__na"', "not a slug"),
+    ('api_key_env = "GEMINI_API_KEY"', 'api_key_env = "sk-proj-abc123def456"', "never the key"),
+    ('base_url = "http://127.0.0.1:8000/v1"', 'base_url = "127.0.0.1:8000"', "http://"),
+    ('strategies = ["sql", "sql+stream"]', 'strategies = ["vector"]', "'vector' is not one of"),
+    ("sample = { n = 2, seed = 7 }", "sample = { n = 2 }", "sample.seed"),
+    ("sample = { n = 2, seed = 7 }", "sample = { n = 2, seed = 7, ids = ['Q1'] }", "not both"),
+    ("sample = { n = 2, seed = 7 }", 'sample = "some"', 'expected "all"'),
+    ('name = "smoke"', "", "missing required key 'name'"),
+])
+def test_wrong_types_and_values_say_what_and_where(tmp_path, old, new, expected):
+    assert old in GOOD
+    assert expected in errors_for(tmp_path, GOOD.replace(old, new, 1))
+
+
+def test_rubric_is_only_a_judge(tmp_path):
+    config = load_config(write(tmp_path, GOOD.replace('provider = "anthropic"', 'provider = "rubric"')))
+    assert config.judge.provider == "rubric"
+    message = errors_for(tmp_path, GOOD.replace('provider = "google"', 'provider = "rubric"'))
+    assert "[[models]][0].provider" in message and "only be the [judge]" in message
+
+
+def test_invalid_toml_and_missing_file(tmp_path):
+    assert "not valid TOML" in errors_for(tmp_path, "name = ")
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(tmp_path / "nope.toml")
+
+
+def test_python_objects_get_the_same_checks(tmp_path):
+    judge = ModelSpec(name="judge", provider="rubric", model="rubric")
+    config = ExperimentConfig(name="py", corpus="c", questions="c/q.jsonl",
+                              models=[ModelSpec(name="b", provider="baseline", model="baseline")], judge=judge,
+                              sample={"ids": ["Q1", "Q2"]}, base_dir=tmp_path)
+    assert config.corpus == (tmp_path / "c").resolve() and config.models[0].model == "baseline"
+    assert config.sample.select(["Q2", "Q1", "Q3"]) == ("Q2", "Q1")
+    with pytest.raises(ConfigError, match=r"\[\[models\]\]\[0\].temperature"):
+        ExperimentConfig(name="py", corpus="c", questions="q", judge=judge, models=[
+            ModelSpec(name="x", provider="openai", model="m", temperature=3)])
+    with pytest.raises(ConfigError, match="max_tool_calls"):
+        Limits(max_tool_calls=-1)
+    with pytest.raises(ConfigError, match="at least one model"):
+        ExperimentConfig(name="py", corpus="c", questions="q", models=[], judge=judge)
+
+
+def test_sample_n_is_deterministic_for_a_seed(tmp_path):
+    ids = [f"Q{i:03d}" for i in range(100)]
+    a = Sample("n", n=20, seed=7).select(ids)
+    assert a == Sample("n", n=20, seed=7).select(list(reversed(ids)))[::-1]
+    assert len(a) == 20 and a == tuple(sorted(a))  # file order kept
+    assert a != Sample("n", n=20, seed=8).select(ids)
+    with pytest.raises(ConfigError, match="asks for 101 questions"):
+        Sample("n", n=101, seed=1).select(ids)
+    assert Sample().select(ids) == tuple(ids)
+
+
+def test_unknown_sample_id_lists_close_matches():
+    with pytest.raises(ConfigError) as info:
+        Sample("ids", ids=("Q001", "Q0O2")).select(["Q001", "Q002", "Q003"])
+    assert "unknown question id 'Q0O2'" in str(info.value) and "Q002" in str(info.value)
+    with pytest.raises(ConfigError, match="more than once"):
+        Sample("ids", ids=("Q1", "Q1"))
+
+
+def test_config_hash_is_canonical_and_sensitive(tmp_path):
+    config = load_config(write(tmp_path, GOOD))
+    again = ExperimentConfig.from_dict(config.to_dict(), source="copy")
+    assert again == config and again.config_hash() == config.config_hash()
+    assert config.config_hash().startswith("b2:")
+    changed = load_config(write(tmp_path, GOOD.replace("max_tool_calls = 12", "max_tool_calls = 8"),
+                                "other.toml"))
+    assert changed.config_hash() != config.config_hash()
