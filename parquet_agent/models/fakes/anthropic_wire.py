@@ -44,7 +44,7 @@ class AnthropicWire:
         }
 
     def render_empty(self, request: ReceivedRequest) -> dict:
-        body = self.render(FakeReply(), request)
+        body = self.render(FakeReply(input_tokens=5, output_tokens=0), request)
         body["content"] = []
         return body
 

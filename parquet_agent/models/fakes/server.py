@@ -133,7 +133,8 @@ class FakeServer:
         httpd.daemon_threads = True
         httpd.block_on_close = False
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, name=f"fake-{self.wire.name}",
+        self._thread = threading.Thread(target=httpd.serve_forever, args=(0.02,),
+                                        name=f"fake-{self.wire.name}",
                                         daemon=True)
         self._thread.start()
         return self
