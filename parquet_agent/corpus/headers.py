@@ -211,49 +211,92 @@ _CIK_RE = re.compile(r"\b(?:CIK|central\s+index\s+key)\b[^0-9\n]{0,20}(\d{1,10})
 _JUNK_LINE = re.compile(r"^[\s|:\-*#_>!\[\]()]*$")
 
 
+_EXACT_NAME_RE = re.compile(r"exact\s+name\s+of\s+(?:the\s+)?registrant", re.IGNORECASE)
+_FILE_NUMBER_RE = re.compile(
+    r"commission\s+file\s+(?:number|no\.?)\s*:?\s*[0-9][0-9-]{3,}[^\n]*\n", re.IGNORECASE
+)
+_NOT_A_NAME = re.compile(
+    r"^(?:commission|for the|or$|\(|form |table of contents|date of report|annual report|"
+    r"quarterly report|current report|pursuant|securities|washington|united states|"
+    r"state of|i\.r\.s|number|\(?mark one|[\d\s,.()/-]+$)",
+    re.IGNORECASE,
+)
+
+
 def _clean_line(line: str) -> str:
-    line = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", line)  # images
+    line = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", line.replace("\xa0", " "))  # images, nbsp
     cells = [c.strip(" *_#>\t") for c in line.split("|")]
     cells = [c for c in cells if c and not _JUNK_LINE.match(c)]
-    return " ".join(cells[:1]).strip() if cells else ""
+    return cells[0].strip() if cells else ""
 
 
 def _name_before(text: str, anchor: int) -> str | None:
-    """The registrant name: the last meaningful line before the "(Exact name ..." anchor."""
-    start = text.rfind("\n", 0, anchor)
-    same_line = _clean_line(text[start + 1 : anchor]) if start >= 0 else ""
-    if same_line.endswith("("):
-        same_line = same_line[:-1].strip()
-    if len(same_line) >= 2:
+    """The registrant name: the meaningful line(s) just before "(Exact name of registrant".
+
+    PDF-derived text breaks long names over lines ("AMCOR" / "PLC"), so up to three adjacent
+    short lines are joined; a blank or rule line ends the name."""
+    line_start = text.rfind("\n", 0, anchor) + 1
+    # text flattened onto one line separates cover fields with rules: "... ---- AEGON N.V. - ----"
+    segments = [seg for seg in re.split(r"-{3,}|_{3,}", text[line_start:anchor]) if seg.strip(" -(")]
+    same_line = _clean_line(segments[-1]).strip(" -(") if segments else ""
+    if 2 <= len(same_line) <= 120 and not _NOT_A_NAME.match(same_line):
         return same_line
-    lines = text[max(0, anchor - 1500) : max(start, 0)].split("\n")
+    lines = text[max(0, line_start - 1500) : line_start].split("\n")[:-1]
+    parts: list[str] = []
     for line in reversed(lines):
         cleaned = _clean_line(line)
-        if len(cleaned) >= 2 and not cleaned.lower().startswith(("commission file", "(")):
-            return cleaned
+        if not cleaned:
+            if parts or len(lines) == 0:
+                break
+            continue  # blank or rule lines between the name and its label
+        if _NOT_A_NAME.match(cleaned) or len(cleaned) > 120 or parse_date(cleaned):
+            break
+        parts.insert(0, cleaned)
+        if len(parts) == 3 or len(cleaned) > 60:
+            break
+    return " ".join(parts) or None
+
+
+def _name_after_file_number(text: str) -> str | None:
+    """Covers without the "(Exact name ...)" label print the name after the file number."""
+    m = _FILE_NUMBER_RE.search(text)
+    if not m:
+        return None
+    for line in text[m.end() : m.end() + 400].split("\n")[:6]:
+        cleaned = _clean_line(line)
+        if not cleaned:
+            continue
+        if _NOT_A_NAME.match(cleaned) or ":" in cleaned or len(cleaned) > 80:
+            return None
+        return cleaned
     return None
 
 
 def _cover(text: str) -> dict:
     out: dict = {}
-    anchor = -1
-    for needle in ("xact name of registrant", "XACT NAME OF REGISTRANT", "xact Name of Registrant",
-                   "xact name of Registrant", "xact name of the registrant"):
-        anchor = text.find(needle)
-        if anchor >= 0:
-            break
+    m = _EXACT_NAME_RE.search(text)
+    anchor = m.start() if m else -1
     if anchor >= 0:
-        name = _name_before(text, anchor - 1)
+        name = _name_before(text, anchor)
         if name:
             out["company"] = name
     lo = max(0, anchor - 6000) if anchor >= 0 else 0
     window = text[lo : (anchor + 6000) if anchor >= 0 else LABEL_WINDOW]
+    if "company" not in out:
+        name = _name_after_file_number(window)
+        if name:
+            out["company"] = name
     m = _FORM_RE.search(window)
     if m:
         out["form_type"] = m.group(1)
     m = _PERIOD_RE.search(window)
     if m:
-        out["period"] = m.group("rest")
+        rest = m.group("rest")
+        if parse_date(rest) is None and m.group(0).lower().startswith("date"):
+            # 8-K covers often print the date *above* its label: take the last date before it
+            before = list(_DATE_RE.finditer(window, max(0, m.start() - 300), m.start()))
+            rest = before[-1].group(0) if before else rest
+        out["period"] = rest
     m = _CIK_RE.search(window)
     if m:
         out["cik"] = m.group(1)
