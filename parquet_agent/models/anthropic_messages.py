@@ -43,6 +43,9 @@ class AnthropicMessagesModel(HttpModel):
         super().__init__(transport=transport, **kwargs)
         self.client = client
 
+    def _list_models(self) -> list[str]:
+        return [m.id for m in self.client.models.list().data]
+
     def _sent_settings(self, settings: GenerationSettings) -> SentSettings:
         notes = []
         temperature: float | str | None = None

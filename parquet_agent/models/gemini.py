@@ -50,6 +50,10 @@ class GeminiModel(HttpModel):
         super().__init__(transport=transport, **kwargs)
         self.client = client
 
+    def _list_models(self) -> list[str]:
+        pager = self.client.models.list(config={"page_size": 100})
+        return [m.name for m in pager.page]
+
     def _sent_settings(self, settings: GenerationSettings) -> SentSettings:
         notes = []
         effort = settings.reasoning_effort

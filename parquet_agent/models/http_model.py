@@ -116,6 +116,23 @@ class HttpModel:
 
         return UNVERIFIED
 
+    def _list_models(self) -> list[str]:
+        raise NotImplementedError
+
+    def list_models(self, sink: RawSink, label: str = "models") -> list[str]:
+        """Model ids the endpoint lists (one metadata GET, no retries). Recorded under
+        `meta/`, apart from the model calls; errors are the SDK's own, mapped to
+        `ModelCallError`."""
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        with self.transport.exchange(sink, f"meta/{label}.{stamp}") as ex:
+            try:
+                return self._list_models()
+            except (json.JSONDecodeError, httpx2.HTTPError, pydantic.ValidationError,
+                     *self._sdk_errors) as exc:
+                failure = classify(ex, exc)
+        raise ModelCallError(f"listing models of {self.provider} failed: {failure.message}",
+                             retryable=failure.retryable)
+
     # -- the loop ------------------------------------------------------------------------
 
     def settings_for(self, request: ModelRequest) -> GenerationSettings:

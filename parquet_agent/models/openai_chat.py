@@ -61,6 +61,9 @@ class OpenAIChatModel(HttpModel):
         self.tool_call_content = tool_call_content
         self.max_tokens_field = max_tokens_field
 
+    def _list_models(self) -> list[str]:
+        return [m.id for m in self.client.models.list().data]
+
     def _sent_settings(self, settings: GenerationSettings) -> SentSettings:
         price = self.prices.lookup(self.model)
         temperature: float | str | None = settings.temperature

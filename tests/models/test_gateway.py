@@ -1,0 +1,118 @@
+"""OpenAI-compatible gateways and local servers: provider pinning, identity, reported cost,
+bad tool arguments, and the llama.cpp content option."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from conftest import ask, make_model
+
+from parquet_agent.errors import ModelCallError
+from parquet_agent.models import PriceTable
+from parquet_agent.models.fakes import FakeReply, FakeToolCall, openai_server
+from parquet_agent.models.protocol import (
+    UNVERIFIED,
+    AssistantMessage,
+    ModelRequest,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+)
+
+
+def test_pin_is_sent_and_confirmed(sink):
+    with openai_server([FakeReply(text="ok", provider="Together")]) as server:
+        result = make_model("openai", server, provider_pin=("together",)).complete(ask(), sink)
+        body = json.loads(server.model_calls()[0].body)
+    assert body["provider"] == {"order": ["together"], "allow_fallbacks": False}
+    assert result.reply.provider == "Together"
+    assert any("confirmed" in n for n in result.attempts[0].notes)
+
+
+def test_pin_mismatch_fails_without_retry(sink):
+    with openai_server([FakeReply(text="ok", provider="Elsewhere")] * 2) as server:
+        with pytest.raises(ModelCallError) as info:
+            make_model("openai", server, provider_pin=("together",)).complete(ask(), sink)
+        assert len(server.model_calls()) == 1
+    (a,) = info.value.attempts
+    assert a.actual_provider == "Elsewhere" and a.outcome == "failed"
+    assert "pin mismatch" in a.error and a.usage.input_tokens == 12  # what it cost is kept
+    assert "fail_on_pin_mismatch" in str(info.value)
+
+
+def test_pin_mismatch_only_recorded_when_configured(sink):
+    with openai_server([FakeReply(text="ok", provider="Elsewhere")]) as server:
+        model = make_model("openai", server, provider_pin=("together",), fail_on_pin_mismatch=False)
+        result = model.complete(ask(), sink)
+    assert result.reply.text == "ok"
+    assert any("mismatch" in n for n in result.attempts[0].notes)
+
+
+def test_missing_provider_is_unverified(sink):
+    with openai_server([FakeReply(text="ok", provider=None)]) as server:
+        result = make_model("openai", server, provider_pin=("together",)).complete(ask(), sink)
+    assert result.reply.provider == UNVERIFIED
+    assert result.attempts[0].actual_provider == UNVERIFIED
+    assert any("unverified" in n for n in result.attempts[0].notes)
+
+
+def test_gateway_cost_preferred_and_disagreement_recorded(sink):
+    with openai_server([FakeReply(text="ok", cost=0.5)]) as server:
+        result = make_model("openai", server).complete(ask(), sink)
+    cost = result.attempts[0].cost
+    assert cost.usd == 0.5 and cost.source == "gateway"
+    assert cost.computed_usd == pytest.approx((12 * 0.15 + 7 * 0.60) / 1e6)
+    assert "gateway reported" in cost.note
+
+
+def test_invalid_tool_arguments_are_retried(sink):
+    script = [FakeReply(tool_calls=(FakeToolCall("sql", '{"query": "SELECT'),)),
+              FakeReply(tool_calls=(FakeToolCall("sql", {"query": "SELECT 1"}),))]
+    with openai_server(script) as server:
+        result = make_model("openai", server).complete(ask(), sink)
+    first, second = result.attempts
+    assert first.outcome == "retry" and "not JSON" in first.error
+    assert result.reply.tool_calls[0].arguments == {"query": "SELECT 1"}
+    assert result.reply.tool_calls[0].raw_arguments == '{"query": "SELECT 1"}'
+
+
+def test_empty_content_option_for_local_servers(sink):
+    convo = (UserMessage("q"),
+             AssistantMessage(None, (ToolCall("c1", "sql", {"query": "SELECT 1"}),)),
+             ToolMessage("c1", "sql", "[]"))
+    for option, expected in ((None, None), ("", "")):
+        with openai_server([FakeReply(text="ok")]) as server:
+            model = make_model("openai", server, tool_call_content=option,
+                               max_tokens_field="max_tokens")
+            model.complete(ModelRequest(messages=convo, label="x"), sink)
+            body = json.loads(server.model_calls()[0].body)
+        assert body["messages"][1]["content"] == expected
+        assert body["max_tokens"] == 4096 and "max_completion_tokens" not in body
+
+
+def test_unknown_model_costs_none_with_a_warning(sink, caplog):
+    with openai_server([FakeReply(text="ok", model="mystery-model-9")]) as server:
+        with caplog.at_level(logging.WARNING):
+            result = make_model("openai", server, model="mystery-model-9").complete(ask(), sink)
+    cost = result.attempts[0].cost
+    assert cost.usd is None and cost.source == "unknown"
+    assert "mystery-model-9" in cost.note and "mystery-model-9" in caplog.text
+
+
+def test_price_table_lookup_and_arithmetic():
+    table = PriceTable.load()
+    assert table.version and table.retrieved
+    assert table.lookup("openai/gpt-4o-mini").model == "gpt-4o-mini"
+    assert table.lookup("claude-haiku-4-5-20251001").model == "claude-haiku-4-5"
+    assert table.lookup("gpt-4o-mini-2024-07-18").model == "gpt-4o-mini"
+    assert table.lookup("gpt-4o-mini-turbo") is None
+    usage = Usage(input_tokens=1_000_000, output_tokens=1_000_000, cached_tokens=400_000,
+                  reasoning_tokens=100_000)
+    cost = table.cost(("claude-haiku-4-5",), usage)
+    assert cost.source == "price_table" and cost.price_table == table.version
+    assert cost.usd == pytest.approx(0.6 * 1.00 + 0.4 * 0.10 + 0.9 * 5.00 + 0.1 * 5.00)
+    no_cache_price = table.cost(("gemini-2.5-pro",), usage)
+    assert "cached tokens priced as input" in no_cache_price.note
