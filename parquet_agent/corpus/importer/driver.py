@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -184,10 +185,16 @@ def _prepare_out(out: Path) -> None:
 
 
 def import_corpus(
-    src: str | Path, out: str | Path, *, jobs: int = 1, index: bool = True
+    src: str | Path,
+    out: str | Path,
+    *,
+    jobs: int = 1,
+    index: bool = True,
+    select: Callable[[str], bool] | None = None,
 ) -> ImportResult:
     """Import every filing under `src` into the new corpus folder `out` (see module docstring).
-    Raises UsageError when `src` is not a folder or `out` is not empty."""
+    `select(relative_posix_path)`, when given, picks the files to consider (others are ignored,
+    not listed as skipped). Raises UsageError when `src` is not a folder or `out` is not empty."""
     started = time.perf_counter()
     src, out = Path(src), Path(out)
     if not src.is_dir():
@@ -201,6 +208,8 @@ def import_corpus(
     for path in sorted(p for p in src.rglob("*") if p.is_file()):
         rel = path.relative_to(src).as_posix()
         if any(part.startswith(".") for part in path.relative_to(src).parts):
+            continue
+        if select is not None and not select(rel):
             continue
         kind, reason = _classify(path)
         if kind == "skip":
