@@ -1,0 +1,359 @@
+"""The agent: a bounded loop of one model over one strategy's tools.
+
+    agent = Agent(model, tools, limits=AgentLimits(max_tool_calls=12, max_rounds=16))
+    outcome = agent.run(question, case_id="Q001__flash__sql", sink=run.raw,
+                        journal=run.journal(case_id), replay=run.replay(case_id))
+
+Tool outputs go back as ordinary tool-role messages, exactly as `ToolResult.model_text()` gives
+them: no reranker, no hidden evidence selection. Each request is the accumulated conversation,
+so the final-answer request *is* the conversation, preserved verbatim in the raw store.
+
+Limits per case: a tool-call budget (a call over budget gets a `budget` error value and counts
+in `budget_rejected`), model rounds, total tokens and cost. When the tool budget or the rounds
+run out without an answer, one last request (tools still listed, `tool_choice="none"`) asks for
+the best answer from what was found, and the outcome says so (`forced_final`). Token and cost
+caps stop the case at once (`incomplete`): another request would break them.
+
+The agent only ever receives a `Question` (id and text): its input types have no field for the
+reference answer or gold evidence.
+
+Resume: with a `CaseReplay`, saved successful turns are reused instead of calling the model,
+and saved tool results instead of calling the tools, so the conversation is rebuilt exactly and
+no inference call that already succeeded is paid for twice.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from parquet_agent.corpus.questions import Question
+from parquet_agent.errors import ModelCallError
+from parquet_agent.models.protocol import (
+    GenerationSettings,
+    Message,
+    Model,
+    ModelRequest,
+    RawSink,
+    Reply,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    ToolSpec,
+    UserMessage,
+)
+from parquet_agent.store.journal import Journal, ModelAttempt, ModelTurn, ToolCallEvent
+from parquet_agent.store.records import reply_from_dict
+from parquet_agent.store.run import CaseReplay
+from parquet_agent.tools.result import ToolResult, error_result
+
+PROMPT_VERSION = "agent-v1"
+
+SYSTEM_PROMPT = """\
+You answer questions about a corpus of SEC filings stored as Parquet files. You cannot see the
+files; you can only call the data tools you are given. Each row of the corpus is one filing:
+`parsed_md` holds the whole filing as Markdown (company name, form type, dates and financial
+tables live only in there); `file_stem` is the filing's accession number and the id every tool
+uses; `accession` is the company's CIK (sometimes zero-padded); `year` and `month` are when it
+was filed. Rows can be duplicates (same `md5`).
+
+Work like this: find the company and filing first by metadata and issuer headers, then read only
+that filing. Whole-corpus text scans are slow and may time out: narrow by `year`, `month`,
+`accession` or `file_stem` first, and prefer `contains(parsed_md, '...')` over `ILIKE`.
+
+Answer in plain sentences. Support every fact with a citation to the text you read, in exactly
+this form: [source: <file_stem>, chars <start>-<end>], where start and end are character offsets
+into that filing's parsed_md as the tools reported them. If the corpus does not contain the
+answer, say so plainly and explain what you searched.
+{strategy_note}"""
+
+STRATEGY_NOTES = {
+    "sql": "Strategy `sql`: describe the corpus, then run read-only SELECT statements; use the "
+    "`file_stem` argument of `sql` to query one filing's Markdown cheaply.",
+    "sql+stream": "Strategy `sql+stream`: search issuer headers to find filings, read filings by "
+    "character ranges or around a pattern, and use SQL for counts and metadata.",
+}
+
+FINAL_ANSWER_PROMPT = (
+    "You have used your tool budget. Do not call any more tools. Give your best answer now, "
+    "from what you have found so far, with citations in the required form; if you did not find "
+    "the answer, say so."
+)
+
+
+def system_prompt(strategy: str) -> str:
+    return SYSTEM_PROMPT.format(strategy_note=STRATEGY_NOTES.get(strategy, ""))
+
+
+class ToolExecutor(Protocol):
+    """What the agent needs from `parquet_agent.tools.Tools`."""
+
+    strategy: str
+
+    def specs(self) -> tuple[ToolSpec, ...]: ...
+
+    def call_raw(self, name: object, arguments: object) -> ToolResult: ...
+
+
+@dataclass(frozen=True)
+class AgentLimits:
+    max_tool_calls: int = 12
+    max_rounds: int = 16
+    max_tokens: int | None = None  # input + output over the whole case
+    max_cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class ToolCounts:
+    """The tool-count fields of DESIGN.md, named as written there."""
+
+    requested_by_model: int = 0
+    processed: int = 0
+    budgeted_attempts: int = 0
+    dispatched: int = 0
+    cache_hits: int = 0
+    source_worker_runs: int = 0
+    errors: int = 0
+    budget_rejected: int = 0
+    model_rounds: int = 0
+    api_attempt_count: int = 0  # answer attempts here; the runner adds the judge's
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class AgentOutcome:
+    status: str  # complete | incomplete | failed
+    answer: str | None
+    reason: str
+    forced_final: bool
+    counts: ToolCounts
+    messages: tuple[Message, ...]  # the conversation as last sent or received
+    evidence: tuple[ToolCallEvent, ...]  # every tool response, in order
+    usage: dict[str, int] = field(default_factory=dict)
+    cost_usd: float | None = 0.0
+    error: str | None = None
+    retryable: bool = False  # a failed case that a resume should try again
+
+
+class Agent:
+    def __init__(
+        self,
+        model: Model,
+        tools: ToolExecutor,
+        *,
+        limits: AgentLimits = AgentLimits(),
+        settings: GenerationSettings = GenerationSettings(),
+        prompt: str | None = None,
+    ):
+        self.model = model
+        self.tools = tools
+        self.limits = limits
+        self.settings = settings
+        self.prompt = prompt if prompt is not None else system_prompt(tools.strategy)
+
+    def run(
+        self,
+        question: Question,
+        *,
+        case_id: str,
+        sink: RawSink,
+        journal: Journal | None = None,
+        replay: CaseReplay | None = None,
+    ) -> AgentOutcome:
+        return _CaseLoop(self, question, case_id, sink, journal, replay).run()
+
+
+class _CaseLoop:
+    """The state of one case while it runs (one thread, one case)."""
+
+    def __init__(self, agent: Agent, question: Question, case_id: str, sink: RawSink,
+                 journal: Journal | None, replay: CaseReplay | None):
+        self.agent, self.case_id, self.sink, self.journal = agent, case_id, sink, journal
+        self.saved_turns = {t.turn: t for t in replay.turns} if replay else {}
+        self.saved_tools = dict(replay.tool_results) if replay else {}
+        self.messages: list[Message] = [SystemMessage(agent.prompt), UserMessage(question.question)]
+        self.specs = tuple(agent.tools.specs())
+        self.counts: dict[str, int] = ToolCounts().to_dict()
+        self.evidence: list[ToolCallEvent] = []
+        self.tokens = {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0,
+                       "reasoning_tokens": 0}
+        self.cost: float | None = 0.0
+        self.turn = 0
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def run(self) -> AgentOutcome:
+        limits = self.agent.limits
+        try:
+            while self.turn < limits.max_rounds:
+                reply = self._model_turn(final=False)
+                if not reply.tool_calls:
+                    return self._answered(reply, forced=False)
+                self._run_tools(reply.tool_calls)
+                capped = self._cap_reached()
+                if capped:
+                    return self._outcome("incomplete", None, capped, forced=False)
+                if self.counts["budgeted_attempts"] >= limits.max_tool_calls and all(
+                    e.error_kind == "budget" for e in self.evidence[-len(reply.tool_calls):]
+                ):
+                    break  # the model keeps calling tools with the budget spent
+            self.messages.append(UserMessage(FINAL_ANSWER_PROMPT))
+            reply = self._model_turn(final=True)
+            return self._answered(reply, forced=True)
+        except ModelCallError as exc:
+            return self._outcome("failed", None, f"model call failed: {exc}", forced=False,
+                                 error=str(exc), retryable=exc.retryable)
+
+    def _answered(self, reply: Reply, *, forced: bool) -> AgentOutcome:
+        text = (reply.text or "").strip()
+        if forced:
+            reason = ("tool budget or round limit reached: the final request asked for the best "
+                      "answer from what was found")
+        else:
+            reason = "answered"
+        if not text:
+            return self._outcome("incomplete", None, reason + "; the model gave no answer text",
+                                 forced=forced)
+        return self._outcome("complete", text, reason, forced=forced)
+
+    def _cap_reached(self) -> str | None:
+        limits = self.agent.limits
+        used = self.tokens["input_tokens"] + self.tokens["output_tokens"]
+        if limits.max_tokens is not None and used >= limits.max_tokens:
+            return f"token cap reached ({used} >= {limits.max_tokens} tokens)"
+        if (limits.max_cost_usd is not None and self.cost is not None
+                and self.cost >= limits.max_cost_usd):
+            return f"cost cap reached (${self.cost:.4f} >= ${limits.max_cost_usd:.4f})"
+        return None
+
+    # -- one model turn -------------------------------------------------------------------------
+
+    def _model_turn(self, *, final: bool) -> Reply:
+        self.turn += 1
+        saved = self.saved_turns.get(self.turn)
+        if saved is not None:  # resume: the same request was answered before; reuse it
+            reply = reply_from_dict(saved.reply)
+            self._count_reply(reply, attempts=(), cost_usd=saved.reply.get("_cost_usd"))
+            self.messages.append(reply.message)
+            return reply
+        settings = self.agent.settings
+        if final:
+            settings = GenerationSettings(settings.temperature, settings.reasoning_effort,
+                                          settings.max_output_tokens, tool_choice="none")
+        label = f"{self.case_id}/turn-{self.turn:02d}"
+        request = ModelRequest(tuple(self.messages), self.specs, settings, "answer", label)
+        try:
+            result = self.agent.model.complete(request, self.sink)
+        except ModelCallError as exc:
+            self._record_attempts(label, exc.attempts)
+            raise
+        self._record_attempts(label, result.attempts)
+        ok = result.attempts[-1] if result.attempts else None
+        cost = _sum_costs(result.attempts)
+        reply = result.reply
+        if self.journal is not None:
+            reply_data = asdict(reply) | {"_cost_usd": cost}
+            self.journal.append(ModelTurn(
+                turn=self.turn, label=label,
+                request_path=ok.request_path if ok else None,
+                response_path=ok.response_path if ok else None,
+                reply=reply_data, attempt_count=len(result.attempts), final=final))
+        self._count_reply(reply, result.attempts, cost)
+        self.messages.append(reply.message)
+        return reply
+
+    def _record_attempts(self, label: str, attempts: tuple) -> None:
+        self.counts["api_attempt_count"] += len(attempts)
+        if self.journal is not None:
+            for attempt in attempts:
+                self.journal.append(ModelAttempt(label=label, attempt=asdict(attempt)))
+        failed_cost = _sum_costs(a for a in attempts if a.outcome != "ok")
+        self._add_cost(failed_cost)
+
+    def _count_reply(self, reply: Reply, attempts: tuple, cost_usd: float | None) -> None:
+        self.counts["model_rounds"] += 1
+        self.counts["requested_by_model"] += len(reply.tool_calls)
+        usage = reply.usage
+        for key in self.tokens:
+            self.tokens[key] += getattr(usage, key) or 0
+        ok_cost = _sum_costs(a for a in attempts if a.outcome == "ok") if attempts else cost_usd
+        self._add_cost(ok_cost)
+
+    def _add_cost(self, usd: float | None) -> None:
+        if usd is None:
+            self.cost = None  # unknown stays unknown: never counted as zero
+        elif self.cost is not None:
+            self.cost += usd
+
+    # -- tools ----------------------------------------------------------------------------------
+
+    def _run_tools(self, calls: tuple[ToolCall, ...]) -> None:
+        for call in calls:
+            event = self.saved_tools.get(call.id) or self._execute(call)
+            self._count_tool(event)
+            self.evidence.append(event)
+            self.messages.append(ToolMessage(call.id, call.name, event.model_text))
+
+    def _execute(self, call: ToolCall) -> ToolCallEvent:
+        budget = self.agent.limits.max_tool_calls
+        if self.counts["budgeted_attempts"] >= budget:
+            result = error_result(
+                call.name, call.arguments, "budget",
+                f"tool budget of {budget} calls is spent; answer from what you have found")
+            budgeted = dispatched = False
+        else:
+            self.counts["budgeted_attempts"] += 1
+            arguments: object = call.arguments
+            if call.raw_arguments is not None and not call.arguments:
+                arguments = call.raw_arguments  # let the tools report unparseable argument text
+            result = self.agent.tools.call_raw(call.name, arguments)
+            budgeted = dispatched = True
+        event = ToolCallEvent(
+            turn=self.turn, call_id=call.id, name=call.name, arguments=dict(call.arguments),
+            ok=result.ok, model_text=result.model_text(), output=result.output,
+            error_kind=result.error.kind if result.error else None,
+            error_message=result.error.message if result.error else None,
+            budgeted=budgeted, dispatched=dispatched, cache_hit=result.cache_hit,
+            timings=asdict(result.timings), worker_id=result.worker_id,
+            peak_rss_bytes=result.peak_rss_bytes)
+        if self.journal is not None:
+            self.journal.append(event)
+        return event
+
+    def _count_tool(self, event: ToolCallEvent) -> None:
+        c = self.counts
+        c["processed"] += 1
+        if event.budgeted and event.call_id in self.saved_tools:
+            c["budgeted_attempts"] += 1  # replayed: counted now, as when it first ran
+        if event.dispatched:
+            c["dispatched"] += 1
+            if event.cache_hit:
+                c["cache_hits"] += 1
+            else:
+                c["source_worker_runs"] += 1
+        if not event.ok:
+            c["errors"] += 1
+            if event.error_kind == "budget":
+                c["budget_rejected"] += 1
+
+    # -- the outcome ----------------------------------------------------------------------------
+
+    def _outcome(self, status: str, answer: str | None, reason: str, *, forced: bool,
+                 error: str | None = None, retryable: bool = False) -> AgentOutcome:
+        return AgentOutcome(
+            status=status, answer=answer, reason=reason, forced_final=forced,
+            counts=ToolCounts(**self.counts), messages=tuple(self.messages),
+            evidence=tuple(self.evidence), usage=dict(self.tokens), cost_usd=self.cost,
+            error=error, retryable=retryable)
+
+
+def _sum_costs(attempts: Any) -> float | None:
+    total = 0.0
+    for attempt in attempts:
+        if attempt.cost.usd is None:
+            return None
+        total += attempt.cost.usd
+    return total

@@ -1,0 +1,393 @@
+"""Run a grid of questions x models x strategies, judge every answer, keep an auditable run folder.
+
+    run = Experiment.from_toml("configs/demo.toml").run()       # progress bar, live cost
+    run = Experiment(config).run(run_dir="runs/x", resume=True)  # finish an interrupted run
+
+Order of events in `run`:
+1. Preflight: load and sample the questions; snapshot the corpus and check it against the
+   corpus folder's own manifest; open one `Tools` per strategy; one recorded health call per
+   model and for the judge (purpose `health`, in the run journal, with its cost).
+2. Freeze (before the first case): question ids, corpus snapshot, config, code hash, prompt and
+   tool-spec hashes, package versions, sandbox mode. A resume whose inputs changed is refused,
+   naming the change.
+3. Cases run on `case_workers` threads (API calls overlap); data tools are serialised by the
+   tools' own pool. Before each case the corpus is checked cheaply: new files are excluded and
+   recorded once; a changed or missing snapshotted file stops the run (SnapshotChangedError).
+4. Each case: agent loop (journaled turn by turn), then the judge, then `case_finished`. A case
+   finished in an earlier session is never run again; an unfinished one replays its saved turns.
+5. The run journal gets `run_finished` with wall time and the process tree's peak memory; the
+   exports are (re)built when the exporter is installed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Mapping
+
+import psutil
+
+from parquet_agent.agent import Agent, AgentLimits, AgentOutcome, PROMPT_VERSION, system_prompt
+from parquet_agent.corpus.questions import QuestionSet, load_questions
+from parquet_agent.corpus.snapshot import CorpusSnapshot
+from parquet_agent.errors import CorpusError, ModelCallError, SnapshotChangedError
+from parquet_agent.experiment_config import ExperimentConfig, case_id, load_config
+from parquet_agent.judge import (
+    Judge,
+    JudgeInput,
+    RubricJudgeModel,
+    citations,
+    judge_prompt_hash,
+)
+from parquet_agent.models.protocol import GenerationSettings, Model, ModelRequest, UserMessage
+from parquet_agent.models.spec import ModelSpec
+from parquet_agent.progress import Progress
+from parquet_agent.store import (
+    CaseFailed,
+    CaseFinished,
+    CaseStarted,
+    CorpusDrift,
+    JudgeAttempt,
+    Judgment,
+    ModelAttempt,
+    Run,
+    RunFinished,
+    RunStarted,
+    RunStore,
+    freeze,
+)
+from parquet_agent.tools import Tools
+
+
+def build_judge_model(spec: ModelSpec, env: Mapping[str, str] | None) -> Model:
+    if spec.provider == "rubric":
+        return RubricJudgeModel(name=spec.name)
+    from parquet_agent.models import build_model
+
+    return build_model(spec, env=env)
+
+
+MAX_LOOKUPS = 20  # cited spans looked up per answer
+MAX_SPAN_CHARS = 4000
+
+class Experiment:
+    """One experiment config, ready to run. `env` supplies API keys (default: os.environ)."""
+
+    def __init__(self, config: ExperimentConfig, *, env: Mapping[str, str] | None = None,
+                 progress: bool | None = None):
+        self.config = config
+        self.env = env
+        self.progress = progress
+
+    @classmethod
+    def from_toml(cls, path: str | Path, **kwargs: Any) -> Experiment:
+        return cls(load_config(path), **kwargs)
+
+    # -- the whole run --------------------------------------------------------------------------
+
+    def run(self, run_dir: str | Path | None = None, *, resume: bool = False,
+            cache_policy: str | None = None) -> Run:
+        """Run (or resume) the grid; return the finished run, read-only."""
+        config = self.config
+        if cache_policy is not None and cache_policy != config.limits.cache:
+            from dataclasses import replace
+
+            config = replace(config, limits=replace(config.limits, cache=cache_policy))
+        questions = load_questions(config.questions)
+        question_ids = config.sample.select(questions.ids)
+        snapshot = _checked_snapshot(Path(config.corpus))
+        models = {spec.name: _build(spec, self.env) for spec in config.models}
+        judge_model = build_judge_model(config.judge, self.env)
+        tools = {s: Tools.open(config.corpus, s, cache=config.limits.cache,
+                               data_workers=config.limits.data_workers, snapshot=snapshot)
+                 for s in config.strategies}
+        # the harness's own reads (cited spans for the judge) are never counted as agent calls
+        reader = tools.get("sql+stream") or Tools.open(config.corpus, "sql+stream",
+                                                        snapshot=snapshot)
+        try:
+            frozen = freeze(
+                config, question_ids=question_ids, corpus_snapshot=snapshot.to_json(),
+                prompt_hashes=_prompt_hashes(tools),
+                sandbox_mode=next(iter(tools.values())).sandbox_mode)
+            run = self._open_run(config, frozen, run_dir, resume)
+            try:
+                return self._execute(run, config, questions, question_ids, snapshot, models,
+                                     judge_model, tools, reader)
+            finally:
+                run.close()
+        finally:
+            for t in {*tools.values(), reader}:
+                t.close()
+
+    def _open_run(self, config: ExperimentConfig, frozen: dict, run_dir: str | Path | None,
+                  resume: bool) -> Run:
+        if run_dir is None:
+            if resume:
+                from parquet_agent.errors import UsageError
+
+                raise UsageError("--resume needs --run-dir: the run folder to finish")
+            return RunStore(config.runs_dir).create(config, frozen)
+        run_dir = Path(run_dir)
+        store = RunStore(run_dir.parent)
+        if resume:
+            run = store.open(run_dir, writable=True)
+            try:
+                run.check_resume(frozen, config)
+            except BaseException:
+                run.close()
+                raise
+            return run
+        return store.create(config, frozen, run_id=run_dir.name)
+
+    def _execute(self, run: Run, config: ExperimentConfig, questions: QuestionSet,
+                 question_ids: tuple[str, ...], snapshot: CorpusSnapshot,
+                 models: dict[str, Model], judge_model: Model, tools: dict[str, Tools],
+                 reader: Tools) -> Run:
+        started = time.perf_counter()
+        session = sum(1 for e in run.run_events() if e.event == "run_started")
+        run_journal = run.run_journal()
+        run_journal.append(RunStarted(session=session, pid=os.getpid(), resume=session > 0))
+        memory = _TreeMemory()
+        memory.start()
+        status = "finished"
+        try:
+            self._health_checks(run, session, models, judge_model)
+            done = run.completed_cases()
+            grid = [(q, m, s) for q in question_ids for m in models for s in config.strategies]
+            todo = [g for g in grid if case_id(*g) not in done]
+            progress = Progress(total=len(grid), done=len(grid) - len(todo),
+                                enabled=self.progress)
+            drift = _DriftWatch(snapshot, Path(config.corpus), run_journal)
+            judge = Judge(judge_model, max_attempts=config.limits.max_judge_attempts)
+            limits = AgentLimits(config.limits.max_tool_calls, config.limits.max_rounds,
+                                 config.limits.max_case_tokens, config.limits.max_case_cost_usd)
+
+            def one(item: tuple[str, str, str]) -> float | None:
+                drift.check()
+                q, m, s = item
+                spec = config.model(m)
+                agent = Agent(models[m], tools[s], limits=limits, settings=GenerationSettings(
+                    temperature=spec.temperature, reasoning_effort=spec.reasoning_effort,
+                    max_output_tokens=spec.max_output_tokens or 4096))
+                return _run_case(run, session, agent, judge, reader, questions, q, m, s)
+
+            with ThreadPoolExecutor(max_workers=config.limits.case_workers,
+                                    thread_name_prefix="case") as pool:
+                futures = [pool.submit(one, item) for item in todo]
+                try:
+                    for future in as_completed(futures):
+                        progress.update(cost=future.result())
+                except BaseException:
+                    for f in futures:
+                        f.cancel()
+                    raise
+            progress.close()
+        except SnapshotChangedError:
+            status = "error"
+            raise
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise
+        finally:
+            memory.stop()
+            run_journal.append(RunFinished(
+                session=session, wall_ms=round((time.perf_counter() - started) * 1000, 1),
+                peak_rss_bytes=memory.peak, status=status))
+        _export_if_available(run.dir)
+        return RunStore(run.dir.parent).open(run.dir)
+
+    def _health_checks(self, run: Run, session: int, models: dict[str, Model],
+                       judge_model: Model) -> None:
+        journal = run.run_journal()
+        for name, model in {**models, f"judge-{judge_model.name}": judge_model}.items():
+            label = f"_health/session-{session}/{name}"
+            request = ModelRequest((UserMessage("Reply with the single word OK."),),
+                                   settings=GenerationSettings(max_output_tokens=16),
+                                   purpose="health", label=label)
+            try:
+                result = model.complete(request, run.raw)
+                attempts = result.attempts
+            except ModelCallError as exc:  # recorded; the cases will fail clearly on their own
+                attempts = exc.attempts
+            for attempt in attempts:
+                journal.append(ModelAttempt(label=label, attempt=asdict(attempt)))
+
+
+def _build(spec: ModelSpec, env: Mapping[str, str] | None) -> Model:
+    from parquet_agent.models import build_model
+
+    return build_model(spec, env=env)
+
+
+def _run_case(run: Run, session: int, agent: Agent, judge: Judge, reader: Tools,
+              questions: QuestionSet, question_id: str, model: str,
+              strategy: str) -> float | None:
+    """One case from start (or its saved state) to `case_finished`; returns its cost."""
+    cid = case_id(question_id, model, strategy)
+    journal = run.journal(cid)
+    replay = run.replay(cid)
+    t0 = time.perf_counter()
+    journal.append(CaseStarted(case_id=cid, question_id=question_id, model=model,
+                               strategy=strategy, manifest_hash=run.manifest.get("manifest_hash"),
+                               session=session))
+    try:
+        outcome = agent.run(questions.question(question_id), case_id=cid, sink=run.raw,
+                            journal=journal, replay=replay)
+        if outcome.status == "failed" and outcome.retryable:
+            journal.append(CaseFailed("ModelCallError", outcome.error or outcome.reason, True))
+            return outcome.cost_usd
+        judge_cost = 0.0
+        if outcome.answer is not None:
+            judge_cost = _judge_case(run, journal, judge, reader, questions, question_id, cid,
+                                     outcome, replay.judgment)
+        attempts = sum(1 for e in run.case_events(cid)
+                       if e.event in ("model_attempt", "judge_attempt"))
+        counts = outcome.counts.to_dict() | {"api_attempt_count": attempts}
+        journal.append(CaseFinished(
+            status=outcome.status, reason=outcome.reason, answer=outcome.answer,
+            tool_counts=counts, wall_ms=round((time.perf_counter() - t0) * 1000, 1)))
+        if outcome.cost_usd is None or judge_cost is None:
+            return None
+        return outcome.cost_usd + judge_cost
+    except Exception as exc:  # a bug or an unexpected failure: record it, keep the run going
+        journal.append(CaseFailed(type(exc).__name__, str(exc)[:2000], False))
+        return None
+
+
+def _judge_case(run: Run, journal, judge: Judge, reader: Tools, questions: QuestionSet,
+                question_id: str, cid: str, outcome: AgentOutcome,
+                saved: Judgment | None) -> float | None:
+    if saved is not None:  # judged in an earlier session that stopped before case_finished
+        return 0.0
+    reference = questions.reference(question_id)
+    evidence = tuple({"call_id": e.call_id, "name": e.name, "arguments": e.arguments,
+                      "output": e.output if e.ok else {"error": e.error_message}}
+                     for e in outcome.evidence)
+    inp = JudgeInput(
+        question=questions.question(question_id).question, candidate_answer=outcome.answer,
+        reference_answer=reference.reference_answer,
+        gold_evidence=tuple(e.to_json() for e in reference.gold_evidence),
+        tool_evidence=evidence, cited_spans=_cited_spans(reader, outcome.answer))
+    verdict = judge.judge(inp, sink=run.raw, label=f"{cid}/judge")
+    cost: float | None = 0.0
+    for attempt in verdict.attempts:
+        journal.append(JudgeAttempt(label=attempt.label, attempt=asdict(attempt)))
+        if attempt.cost.usd is None:
+            cost = None
+        elif cost is not None:
+            cost += attempt.cost.usd
+    journal.append(Judgment(
+        judge=judge.model.name, correctness=verdict.correctness,
+        citation_support=verdict.citation_support, rationale=verdict.rationale,
+        scored=verdict.scored, unscored_reason=verdict.unscored_reason,
+        request_path=verdict.request_path, response_path=verdict.response_path,
+        checks=verdict.checks, provenance=verdict.provenance))
+    return cost
+
+
+def _cited_spans(reader: Tools, answer: str | None) -> tuple[dict, ...]:
+    """The corpus text at each span the answer cites (None where the span does not exist)."""
+    spans = []
+    for stem, start, end in list(dict.fromkeys(citations(answer)))[:MAX_LOOKUPS]:
+        text = None
+        if 0 <= start < end and end - start <= MAX_SPAN_CHARS:
+            result = reader.call("read_filing", file_stem=stem, start=start,
+                                 max_chars=end - start)
+            if result.ok and result.output.get("end") == end:
+                text = result.output.get("text")
+        spans.append({"file_stem": stem, "start": start, "end": end, "text": text})
+    return tuple(spans)
+
+
+def _checked_snapshot(corpus: Path) -> CorpusSnapshot:
+    """Snapshot the corpus; when its folder has a manifest, the files must match it."""
+    snapshot = CorpusSnapshot.take(corpus)
+    manifest_path = corpus / "manifest.json"
+    if manifest_path.exists():
+        recorded = json.loads(manifest_path.read_text(encoding="utf-8")).get("snapshot")
+        if recorded:
+            old = CorpusSnapshot.from_json(recorded, corpus)
+            check = old.check(corpus)
+            if not check.ok:
+                raise CorpusError(f"{corpus} differs from its manifest.json: {check.describe()}; "
+                                  "rebuild the corpus or its manifest before running")
+    return snapshot
+
+
+def _prompt_hashes(tools: dict[str, Tools]) -> dict[str, str]:
+    def h(text: str) -> str:
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+    hashes = {f"agent:{s}": h(PROMPT_VERSION + system_prompt(s)) for s in tools}
+    hashes["judge"] = judge_prompt_hash()
+    for s, t in tools.items():
+        specs = [asdict(spec) for spec in t.specs()]
+        hashes[f"tools:{s}"] = h(json.dumps(specs, sort_keys=True))
+    return hashes
+
+
+class _DriftWatch:
+    """Cheap per-case corpus checks (size and mtime); full hashes were checked at preflight."""
+
+    def __init__(self, snapshot: CorpusSnapshot, corpus: Path, run_journal):
+        self.snapshot, self.corpus, self.journal = snapshot, corpus, run_journal
+        self._reported: set[str] = set()
+        self._lock = threading.Lock()
+
+    def check(self) -> None:
+        check = self.snapshot.check(self.corpus, quick=True)
+        if not check.ok:
+            raise SnapshotChangedError(
+                f"the corpus changed during the run, so its results are no longer comparable: "
+                f"{check.describe()}")
+        with self._lock:
+            new = [n for n in check.new if n not in self._reported]
+            if new:
+                self._reported.update(new)
+                self.journal.append(CorpusDrift(excluded_new_files=new))
+
+
+class _TreeMemory:
+    """Samples the resident memory of this process and all its children."""
+
+    def __init__(self, interval_s: float = 0.2):
+        self.peak = 0
+        self._interval = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="tree-memory", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self._sample()
+
+    def _sample(self) -> None:
+        me = psutil.Process()
+        total = 0
+        for proc in [me, *me.children(recursive=True)]:
+            try:
+                total += proc.memory_info().rss
+            except psutil.Error:
+                continue
+        self.peak = max(self.peak, total)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            self._sample()
+
+
+def _export_if_available(run_dir: Path) -> None:
+    try:
+        from parquet_agent.report.exporter import export_run
+    except ModuleNotFoundError:
+        return
+    export_run(run_dir)

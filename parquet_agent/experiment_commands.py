@@ -1,0 +1,93 @@
+"""`parquet-agent run` and `parquet-agent demo`: run an experiment config, or the offline demo.
+
+The demo builds the bundled sample corpus (2,000 synthetic filings, seed 0) into `data/sample`
+when it is not there yet, then runs the offline grid: the baseline policy x both strategies,
+judged by the rubric judge, over every sample question. It needs no network and no keys.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+from parquet_agent.experiment_config import ExperimentConfig
+
+SAMPLE_ROWS = 2000
+SAMPLE_SEED = 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    run = subparsers.add_parser("run", help="run (or resume) an experiment config")
+    run.add_argument("config", type=Path, help="experiment config (TOML)")
+    run.add_argument("--run-dir", type=Path, help="the run folder (default: a new one in runs_dir)")
+    run.add_argument("--resume", action="store_true", help="finish the run in --run-dir")
+    run.add_argument("--cache-policy", choices=("on", "off"), help="override [limits].cache")
+    run.add_argument("--quiet", action="store_true", help="no progress line")
+    run.set_defaults(handler=_run)
+
+    demo = subparsers.add_parser("demo", help="build the sample corpus if needed and run the "
+                                 "offline demo experiment")
+    demo.add_argument("--data", type=Path, default=Path("data/sample"),
+                      help="where the sample corpus lives (default: data/sample)")
+    demo.add_argument("--runs", type=Path, default=Path("runs"), help="runs folder (default: runs)")
+    demo.add_argument("--sample", type=int, help="run only N questions (seeded), not all")
+    demo.add_argument("--quiet", action="store_true", help="no progress line")
+    demo.set_defaults(handler=_demo)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from parquet_agent.experiment import Experiment
+
+    experiment = Experiment.from_toml(args.config, progress=not args.quiet)
+    run = experiment.run(args.run_dir, resume=args.resume, cache_policy=args.cache_policy)
+    _print_result(run)
+    return 0
+
+
+def ensure_sample(folder: Path) -> Path:
+    """Build and index the bundled sample corpus into `folder` unless it is already there."""
+    if (folder / "questions.jsonl").exists() and (folder / "_index" / "index.json").exists():
+        return folder
+    from parquet_agent.corpus.index import build_index
+    from parquet_agent.corpus.synthetic import build_corpus
+
+    print(f"building the sample corpus ({SAMPLE_ROWS} filings) in {folder} ...", flush=True)
+    result = build_corpus(folder, rows=SAMPLE_ROWS, seed=SAMPLE_SEED)
+    print(result.summary(), flush=True)
+    build_index(folder)
+    return folder
+
+
+def demo_config(data: Path, runs: Path, sample_n: int | None = None) -> ExperimentConfig:
+    sample = {"n": sample_n, "seed": 7} if sample_n else "all"
+    return ExperimentConfig.from_dict({
+        "name": "demo", "corpus": str(data), "questions": str(data / "questions.jsonl"),
+        "sample": sample, "strategies": ["sql", "sql+stream"], "runs_dir": str(runs),
+        "models": [{"name": "baseline", "provider": "baseline"}],
+        "judge": {"name": "rubric", "provider": "rubric"},
+        "limits": {"max_tool_calls": 12, "max_rounds": 16, "case_workers": 4,
+                   "data_workers": 1, "cache": "on"}})
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from parquet_agent.experiment import Experiment
+
+    data = ensure_sample(args.data)
+    run = Experiment(demo_config(data, args.runs, args.sample), progress=not args.quiet).run()
+    _print_result(run)
+    return 0
+
+
+def _print_result(run) -> None:
+    summary = run.summary()
+    columns = [c for c in ("model", "strategy", "cases", "completed", "correctness_mean",
+                           "correctness_ci", "citation_support_mean", "cost_usd",
+                           "latency_p50_ms") if c in summary.columns]
+    with pd.option_context("display.width", 160, "display.max_columns", 20):
+        print(summary[columns].to_string(index=False) if columns else summary.to_string())
+    report = run.dir / "report.html"
+    print(f"\nrun folder: {run.dir}")
+    if report.exists():
+        print(f"report:     {report}")
