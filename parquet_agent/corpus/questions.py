@@ -203,8 +203,12 @@ def write_questions(path: str | Path, items: Iterable[tuple[Question, Reference]
     """Write a questions file atomically; the same items give the same bytes."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8", newline="\n") as fh:
-        for question, reference in items:
-            fh.write(json.dumps(question_record(question, reference), ensure_ascii=False) + "\n")
+    try:
+        with tmp.open("w", encoding="utf-8", newline="\n") as fh:
+            for question, reference in items:
+                fh.write(json.dumps(question_record(question, reference), ensure_ascii=False) + "\n")
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)
     return path
