@@ -21,7 +21,8 @@ from typing import Any
 
 from parquet_agent.corpus.schema import COLUMN_MEANINGS
 from parquet_agent.corpus.snapshot import CorpusSnapshot
-from parquet_agent.errors import StaleIndexError, UsageError
+from parquet_agent.corpus.index import CorpusIndex, index_exists
+from parquet_agent.errors import UsageError
 from parquet_agent.models.protocol import ToolSpec
 from parquet_agent.tools.cache import CachedOutput, ResultCache, cache_key
 from parquet_agent.tools.pool import WorkerPool
@@ -215,24 +216,12 @@ class Tools:
 
 
 def _find_index(corpus_dir: Path, snapshot: CorpusSnapshot) -> tuple[str, str | None, str | None]:
-    """(status, index.parquet path, headers.parquet path) of the sidecar index, if usable."""
-    folder = corpus_dir / "_index"
-    meta = folder / "index.json"
-    if not meta.is_file():
+    """(status, index.parquet path, headers.parquet path) of the sidecar index, if there is one.
+
+    A stale index raises StaleIndexError (from `CorpusIndex.open`); a missing one is allowed:
+    scoped reads then prune by statistics and `search_headers` answers `not_found`.
+    """
+    if not index_exists(corpus_dir):
         return "missing", None, None
-    try:
-        built_for = json.loads(meta.read_text()).get("snapshot_id")
-    except ValueError as exc:
-        raise StaleIndexError(f"{meta} is not valid JSON ({exc}); rebuild it with `parquet-agent corpus index {corpus_dir}`") from exc
-    if built_for != snapshot.snapshot_id:
-        raise StaleIndexError(
-            f"the index in {folder} was built for snapshot {built_for}, not the corpus as it is now "
-            f"({snapshot.snapshot_id}); rebuild it with `parquet-agent corpus index {corpus_dir}`"
-        )
-    index = folder / "index.parquet"
-    headers = folder / "headers.parquet"
-    return (
-        "ok",
-        str(index) if index.is_file() else None,
-        str(headers) if headers.is_file() else None,
-    )
+    index = CorpusIndex.open(corpus_dir, snapshot)
+    return "ok", str(index.index_path), str(index.headers_path)

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from parquet_agent.corpus.headers import normalize_company, normalize_form
 from parquet_agent.tools.gate import GateRejection, parse_select
 from parquet_agent.tools.render import OutputLimits, bound_rows, jsonable
 from parquet_agent.tools.sandbox import (
@@ -325,6 +326,39 @@ def _windows(text: str, base: dict, start: int, max_chars: int, pattern: str) ->
 
 
 _HEADER_COLUMNS = ("file_stem", "company", "form_type", "period", "filing_date", "cik", "file")
+_DATE_PREFIX = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
+
+
+def header_conditions(query: str) -> tuple[str, list]:
+    """SQL condition and parameters for a header search: every word must match some field.
+
+    A word matches the normalised company name (substring), the form type, the CIK (digits,
+    any zero padding), a period or filing date prefix (YYYY, YYYY-MM, YYYY-MM-DD) or a file_stem.
+    Words that are only legal suffixes ("Inc.", "Corp") are ignored, as in the index.
+    """
+    where, params = [], []
+    for term in query.split()[:8]:
+        norm = normalize_company(term)
+        is_date = bool(_DATE_PREFIX.match(term))
+        if norm is None and not term.isdigit() and not is_date:
+            continue  # "Inc.", "&": no information (suffixes are dropped from company_norm too)
+        options, values = ["file_stem = ?"], [term]
+        if norm:
+            options.append("contains(company_norm, ?)")
+            values.append(norm)
+        form = normalize_form(term)
+        if form:
+            options.append("form_type = ?")
+            values.append(form)
+        if term.isdigit() and len(term) <= 18:
+            options.append("cik_int = ?")
+            values.append(int(term))
+        if is_date:
+            options.append("starts_with(period, ?) OR starts_with(filing_date, ?)")
+            values += [term, term]
+        where.append("(" + " OR ".join(options) + ")")
+        params += values
+    return " AND ".join(where) or "TRUE", params
 
 
 def _search_headers(ctx: Context, watchdog: Watchdog, query: str, page: int, page_size: int) -> tuple[Any, Any]:
@@ -338,21 +372,7 @@ def _search_headers(ctx: Context, watchdog: Watchdog, query: str, page: int, pag
     headers = fd_path(ctx.headers_fd)
     con = connect_locked([headers], {}, ctx.limits, ctx.base)
     watchdog.watch(con)
-    terms = query.split()[:8]
-    where, params = [], []
-    for term in terms:
-        digits = term.lstrip("0") if term.isdigit() else None
-        clause = (
-            "(contains(lower(company), lower(?)) OR lower(form_type) = lower(?) "
-            "OR starts_with(CAST(period AS VARCHAR), ?) OR starts_with(CAST(filing_date AS VARCHAR), ?) "
-            "OR file_stem = ?"
-        )
-        params += [term, term, term, term, term]
-        if digits is not None:
-            clause += " OR CAST(cik AS VARCHAR) = ?"
-            params.append(digits or "0")
-        where.append(clause + ")")
-    condition = " AND ".join(where) or "TRUE"
+    condition, params = header_conditions(query)
     source = f"read_parquet('{headers}')"
     (total,) = con.execute(f"SELECT count(*) FROM {source} WHERE {condition}", params).fetchone()
     cols = ", ".join(_HEADER_COLUMNS)
@@ -360,6 +380,10 @@ def _search_headers(ctx: Context, watchdog: Watchdog, query: str, page: int, pag
         f"SELECT {cols} FROM {source} WHERE {condition} ORDER BY file_stem LIMIT ? OFFSET ?",
         [*params, page_size, (page - 1) * page_size],
     ).fetchall()
+    return _page(query, page, page_size, total, rows)
+
+
+def _page(query: str, page: int, page_size: int, total: int, rows: list) -> tuple[Any, Any]:
     results = [dict(zip(_HEADER_COLUMNS, (jsonable(v) for v in row))) for row in rows]
     pages = (total + page_size - 1) // page_size
     output = {

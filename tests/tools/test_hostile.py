@@ -1,0 +1,270 @@
+"""Hostile input against real workers and real DuckDB: every attack gets a clear error kind and
+message, nothing outside the snapshot is read, nothing is written anywhere, and the next call
+works. The same spirit applies to every argument of every tool, not only SQL."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from tests.tools.conftest import file_hashes, is_root, stem
+
+
+def healthy(tools) -> None:
+    result = tools.call("sql", query="SELECT count(*) AS n FROM filings")
+    assert result.ok, result.error
+    assert result.output["rows"] == [[60]]
+
+
+@pytest.fixture(scope="module")
+def guard(corpus_dir):
+    """Fails the module if any file under the corpus root (or its parent) changed or appeared."""
+    root = corpus_dir.parent
+    before = file_hashes(root)
+    yield root
+    assert file_hashes(root) == before
+
+
+SQL_ATTACKS = {
+    "read_csv other file": ("SELECT * FROM read_csv('{root}/secret.csv')", "forbidden"),
+    "read_text /etc/passwd": ("SELECT * FROM read_text('/etc/passwd')", "forbidden"),
+    "read_blob environ": ("SELECT * FROM read_blob('/proc/self/environ')", "forbidden"),
+    "read_text stdin fd": ("SELECT * FROM read_text('/proc/self/fd/0')", "forbidden"),
+    "glob root": ("SELECT * FROM glob('/**')", "forbidden"),
+    "glob corpus dir": ("SELECT * FROM glob('{root}/corpus/*')", "forbidden"),
+    "read_parquet other path": ("SELECT count(*) FROM read_parquet('{root}/outside.parquet')", "forbidden"),
+    "read_parquet corpus by host path": ("SELECT count(*) FROM read_parquet('{root}/corpus/2025-01.parquet')", "forbidden"),
+    "read_parquet traversal": ("SELECT count(*) FROM read_parquet('{root}/corpus/../outside.parquet')", "forbidden"),
+    "parquet_metadata other": ("SELECT * FROM parquet_metadata('{root}/outside.parquet')", "forbidden"),
+    "replacement scan": ("SELECT * FROM '{root}/outside.parquet'", "forbidden"),
+    "https": ("SELECT * FROM read_parquet('https://example.com/x.parquet')", "forbidden"),
+    "copy to file": ("COPY (SELECT 1) TO '{root}/out.csv'", "forbidden"),
+    "copy over corpus": ("COPY (SELECT 1) TO '/proc/self/fd/3' (FORMAT parquet, USE_TMP_FILE false)", "forbidden"),
+    "export": ("EXPORT DATABASE '{root}/exp'", "forbidden"),
+    "attach file": ("ATTACH '{root}/evil.duckdb'", "forbidden"),
+    "attach memory": ("ATTACH ':memory:' AS m", "forbidden"),
+    "install": ("INSTALL httpfs", "forbidden"),
+    "load": ("LOAD httpfs", "forbidden"),
+    "set": ("SET enable_external_access = true", "forbidden"),
+    "reset": ("RESET lock_configuration", "forbidden"),
+    "pragma": ("PRAGMA memory_limit = '16GB'", "forbidden"),
+    "set variable": ("SET VARIABLE x = 1", "forbidden"),
+    "create": ("CREATE TABLE t AS SELECT 1", "forbidden"),
+    "create or replace view": ("CREATE OR REPLACE VIEW filings AS SELECT 1", "forbidden"),
+    "insert": ("INSERT INTO filings VALUES (1)", "forbidden"),
+    "update": ("UPDATE filings SET year = 1", "forbidden"),
+    "delete": ("DELETE FROM filings", "forbidden"),
+    "cte copy over corpus": (
+        "WITH x AS (COPY (SELECT 1) TO '/proc/self/fd/3' (FORMAT parquet, USE_TMP_FILE false)) SELECT 1",
+        "forbidden"),
+    "cte copy to file": ("WITH x AS (COPY (SELECT 1) TO '{root}/cte.csv') SELECT 1", "forbidden"),
+    "cte delete": ("WITH x AS (DELETE FROM filings RETURNING *) SELECT * FROM x", "forbidden"),
+    "cte insert": ("WITH x AS (INSERT INTO filings SELECT * FROM filings RETURNING *) SELECT 1", "forbidden"),
+    "explain analyze": ("EXPLAIN ANALYZE SELECT * FROM filings", "forbidden"),
+    "pivot": ("PIVOT filings ON month USING count(*)", "forbidden"),
+    "two statements": ("SELECT 1; SELECT 2", "forbidden"),
+    "statement after comment": ("SELECT 1 -- harmless\n; DROP VIEW filings", "forbidden"),
+    "query() smuggling": ("SELECT * FROM query('CREATE TABLE t AS SELECT 1')", "forbidden"),
+    "getenv": ("SELECT getenv('HOME')", "sql"),
+    "settings probe": ("SELECT current_setting('allowed_paths')", "forbidden"),
+    "settings table": ("SELECT * FROM duckdb_settings()", "forbidden"),
+    "secrets": ("SELECT * FROM duckdb_secrets()", None),  # allowed, must be empty
+}
+
+
+@pytest.mark.parametrize("sql,kind", SQL_ATTACKS.values(), ids=SQL_ATTACKS.keys())
+def test_sql_attack_is_refused_and_next_call_works(tools, guard, sql, kind):
+    result = tools.call("sql", query=sql.format(root=guard))
+    if kind is None:
+        assert result.ok and result.output["rows"] == []
+    else:
+        assert not result.ok, result.output
+        assert result.error.kind == kind, result.error
+        assert len(result.error.message) > 20
+        assert str(guard) not in result.error.message  # no host paths in messages
+    healthy(tools)
+
+
+def test_scoped_query_reads_no_file(tools, guard):
+    # With file_stem the agent's connection may read nothing, not even the corpus files.
+    result = tools.call("sql", query="SELECT count(*) FROM read_parquet('/proc/self/fd/3')", file_stem=stem(3))
+    assert not result.ok and result.error.kind == "forbidden"
+    result = tools.call("sql", query="SELECT count(*) FROM filings", file_stem=stem(3))
+    assert not result.ok and result.error.kind == "sql"
+    assert "`filing`" in result.error.message
+
+
+def test_host_paths_are_not_revealed(tools, guard):
+    for sql in [
+        "SELECT DISTINCT filename FROM read_parquet((SELECT list(DISTINCT filename) FROM filings))",
+        "SELECT * FROM duckdb_databases()",
+        "SELECT file_name FROM parquet_metadata('/proc/self/fd/3')",
+    ]:
+        result = tools.call("sql", query=sql)
+        assert str(guard) not in result.model_text()
+
+
+def test_memory_bomb_is_a_memory_error(tools, guard):
+    for sql in [
+        "SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range = b.range",
+        "SELECT list(range) FROM range(300000000)",
+        "SELECT length(repeat('x', 2147483647))",
+        "SELECT string_agg(parsed_md, '') FROM (SELECT parsed_md FROM filings, range(20000))",
+    ]:
+        result = tools.call("sql", query=sql)
+        assert not result.ok and result.error.kind == "memory", (sql, result.error)
+        assert "memory" in result.error.message
+    healthy(tools)
+
+
+def test_cpu_spin_is_stopped_with_advice(tight_tools, guard):
+    started = time.monotonic()
+    result = tight_tools.call("sql", query="SELECT count(*) FROM range(1000000000000) t WHERE hash(t.range) = 7")
+    assert not result.ok and result.error.kind in {"cpu", "timeout"}, result.error
+    assert "contains" in result.error.message  # steers the agent to cheaper text search
+    assert time.monotonic() - started < 8
+    healthy(tight_tools)
+
+
+def test_endless_recursive_cte_is_stopped(tight_tools, guard):
+    result = tight_tools.call(
+        "sql", query="WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT max(n) FROM r"
+    )
+    assert not result.ok and result.error.kind in {"cpu", "timeout", "memory"}, result.error
+    healthy(tight_tools)
+
+
+def test_huge_result_sets_and_cells_are_bounded(tools, guard):
+    result = tools.call("sql", query="SELECT range FROM range(100000000)")
+    assert result.ok
+    assert len(result.output["rows"]) == 200 and result.truncated["more_rows"] is True
+    result = tools.call("sql", query="SELECT repeat('ab', 5000000) AS big, 1 AS small")
+    assert result.ok
+    cell = result.output["rows"][0][0]
+    assert len(cell) < 2100 and "cut" in cell and result.truncated["cells_cut"] == 1
+    result = tools.call("sql", query="SELECT parsed_md FROM filings")
+    assert result.ok and len(result.model_text()) < 40_000
+    assert result.truncated["stopped_at_total_chars"] == 30_000
+
+
+BAD_CALLS = {
+    "unknown tool": ("drop_everything", {}, "unknown_tool"),
+    "tool name not a string": (["sql"], {}, "unknown_tool"),
+    "arguments not an object": ("sql", ["SELECT 1"], "validation"),
+    "arguments invalid JSON text": ("sql", '{"query": ', "validation"),
+    "arguments invalid UTF-8 bytes": ("sql", b'{"query": "SELECT \xff"}', "validation"),
+    "missing query": ("sql", {}, "validation"),
+    "unknown argument": ("sql", {"query": "SELECT 1", "mode": "write"}, "validation"),
+    "query wrong type": ("sql", {"query": 42}, "validation"),
+    "query NUL": ("sql", {"query": "SELECT 1\x00; DROP VIEW filings"}, "validation"),
+    "query lone surrogate": ("sql", {"query": "SELECT '\ud800'"}, "validation"),
+    "query too long": ("sql", {"query": "SELECT 1" + " " * 30_000}, "validation"),
+    "file_stem traversal": ("sql", {"query": "SELECT 1", "file_stem": "../../etc/passwd"}, "validation"),
+    "file_stem quote": ("read_filing", {"file_stem": "x' OR '1'='1"}, "validation"),
+    "file_stem not a string": ("read_filing", {"file_stem": 12345}, "validation"),
+    "file_stem unknown": ("read_filing", {"file_stem": "9999999999-25-999999"}, "not_found"),
+    "file_stem like pattern": ("read_filing", {"file_stem": "0000001003-25-%"}, "validation"),
+    "start negative": ("read_filing", {"file_stem": stem(1), "start": -1}, "validation"),
+    "start as string": ("read_filing", {"file_stem": stem(1), "start": "0"}, "validation"),
+    "start as bool": ("read_filing", {"file_stem": stem(1), "start": True}, "validation"),
+    "start past end": ("read_filing", {"file_stem": stem(1), "start": 10_000_000}, "validation"),
+    "max_chars huge": ("read_filing", {"file_stem": stem(1), "max_chars": 10**9}, "validation"),
+    "max_chars zero": ("read_filing", {"file_stem": stem(1), "max_chars": 0}, "validation"),
+    "pattern NUL": ("read_filing", {"file_stem": stem(1), "pattern": "a\x00b"}, "validation"),
+    "pattern too long": ("read_filing", {"file_stem": stem(1), "pattern": "a" * 500}, "validation"),
+    "search query empty": ("search_headers", {"query": ""}, "validation"),
+    "search page zero": ("search_headers", {"query": "x", "page": 0}, "validation"),
+    "search page_size huge": ("search_headers", {"query": "x", "page_size": 100000}, "validation"),
+    "search page float": ("search_headers", {"query": "x", "page": 1.5}, "validation"),
+    "search query NUL": ("search_headers", {"query": "Contoso\x00"}, "validation"),
+    "describe with arguments": ("describe_corpus", {"path": "/etc"}, "validation"),
+}
+
+
+@pytest.mark.parametrize("name,arguments,kind", BAD_CALLS.values(), ids=BAD_CALLS.keys())
+def test_bad_calls_are_error_values(tools, guard, name, arguments, kind):
+    result = tools.call_raw(name, arguments)
+    assert not result.ok and result.error.kind == kind, result.error
+    assert result.model_text().startswith('{"error"')
+    result.to_json()  # always JSON-able
+
+
+def test_hostile_text_in_every_argument_is_only_data(tools, guard):
+    # SQL-looking, regex-looking and wildcard text in search and pattern arguments are data.
+    for query in ["' OR 1=1 --", "%", "_", "Contoso'; DROP VIEW filings; --", ".*" * 50, "ünïcödé ✓"]:
+        result = tools.call("search_headers", query=query)
+        assert result.ok, result.error
+        assert result.output["total"] in (0, 60) or query == "Contoso'; DROP VIEW filings; --"
+    for pattern in ["(a+)+$", ".*.*.*.*.*.*.*.*.*.*b", "[", "\\", "%", "ünïcödé ✓"]:
+        result = tools.call("read_filing", file_stem=stem(1), pattern=pattern)
+        assert result.ok, result.error
+    result = tools.call("read_filing", file_stem=stem(1), pattern="ünïcödé ✓")
+    assert result.output["matches_total"] > 0
+    healthy(tools)
+
+
+def test_worker_environment_holds_no_credentials(corpus_dir, monkeypatch):
+    from parquet_agent.tools import Tools
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-must-not-leak")
+    monkeypatch.setenv("SOME_NEW_TOKEN", "must-not-leak-either")
+    with Tools.open(corpus_dir, "sql") as tools:
+        environ = open(f"/proc/{tools._pool.server_pid}/environ", "rb").read().decode()
+    assert "must-not-leak" not in environ and "sk-test" not in environ
+    names = {entry.split("=", 1)[0] for entry in environ.split("\0") if entry}
+    assert names <= {"PATH", "LANG", "LC_ALL", "TZ", "HOME", "MALLOC_ARENA_MAX", "ARROW_DEFAULT_MEMORY_POOL",
+                     "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "JE_ARROW_MALLOC_CONF",
+                     "PYTHONDONTWRITEBYTECODE", "PYTHONPATH"}
+
+
+def test_sandbox_mode_is_recorded(tools):
+    if is_root():
+        assert tools.sandbox_mode == "rlimit+watchdog+setuid"
+    else:
+        assert "no privilege drop" in tools.sandbox_mode
+    assert tools.sandbox_info()["server"]["threads"] == 1
+
+
+@pytest.mark.skipif(not is_root(), reason="the privilege drop only happens when started as root")
+def test_worker_cannot_write_the_corpus_even_past_every_check(corpus_dir):
+    """Bypass the gate and DuckDB's allow-list on purpose: the kernel still refuses the write."""
+    import duckdb
+
+    from parquet_agent.tools.sandbox import NOBODY, SandboxLimits, connect_locked, fd_path, harden
+
+    target = corpus_dir / "2025-01.parquet"
+    before = target.read_bytes()
+    fd = os.open(target, os.O_RDONLY)
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        code = 0
+        try:
+            harden({fd, write_fd}, SandboxLimits(), (NOBODY, NOBODY))
+            path = fd_path(fd)
+            con = connect_locked([path], {}, SandboxLimits())
+            try:  # the gate would refuse this; run it raw to show the next layer holds
+                con.execute(f"COPY (SELECT 1 AS x) TO '{path}' (FORMAT parquet, USE_TMP_FILE false)")
+                code = 1
+            except duckdb.Error:
+                pass
+            try:
+                os.open(path, os.O_WRONLY)
+                code = 2
+            except PermissionError:
+                pass
+            if os.getuid() != NOBODY:
+                code = 3
+        except BaseException:
+            code = 4
+        os.write(write_fd, bytes([code]))
+        os._exit(0)
+    os.close(write_fd)
+    _, status = os.waitpid(pid, 0)
+    code = os.read(read_fd, 1)
+    os.close(read_fd)
+    os.close(fd)
+    assert code == b"\x00"
+    assert target.read_bytes() == before
