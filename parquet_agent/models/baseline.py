@@ -130,7 +130,7 @@ class BaselineModel:
             return _final(best[1] if best else _nothing(terms), self.model)
 
         for cand in rank(_unique(candidates), terms)[: self.max_filings]:
-            for reply in self._read(cand, terms, call):
+            for reply in self._read(cand, terms, call, "read_filing" in tools):
                 if reply is not None:
                     return reply
         return _final(best[1] if best else _nothing(terms), self.model)
@@ -147,12 +147,14 @@ class BaselineModel:
                 "SELECT file_stem, year, month, substr(parsed_md, 1, 400) AS head FROM filings "
                 f"WHERE contains(substr(parsed_md, 1, 3000), '{_sql_text(name)}') LIMIT 20"))
 
-    def _read(self, cand: Candidate, terms: QuestionTerms, call):
+    def _read(self, cand: Candidate, terms: QuestionTerms, call, can_read: bool):
         phrases = terms.phrases[: self.max_reads]
-        if not phrases:
-            yield call("read_filing", file_stem=cand.file_stem, start=0, max_chars=4000)
-        for p in phrases:
-            yield call("read_filing", file_stem=cand.file_stem, pattern=p, max_chars=3000)
+        if can_read:
+            if not phrases:
+                yield call("read_filing", file_stem=cand.file_stem, start=0, max_chars=4000)
+            for p in phrases:
+                yield call("read_filing", file_stem=cand.file_stem, pattern=p, max_chars=3000)
+            return
         for p in phrases:
             needle = f"instr(lower(parsed_md), '{_sql_text(p.lower())}')"
             yield call("sql", file_stem=cand.file_stem, query=(
@@ -195,17 +197,17 @@ def best_answer(passages: list[Passage], terms: QuestionTerms) -> tuple[float, A
             score = _score(seg, terms)
             if score <= 0:
                 continue
-            if terms.numeric and not re.search(r"\d", _strip_years(seg, terms)):
+            if terms.numeric and not _has_figure(seg):
                 # Label on one line, figure on the next (PDF text): extend to the first figure.
                 for s2, e2 in segments[i + 1 : i + 4]:
-                    if re.search(r"\d", p.text[s2:e2]):
+                    if _has_figure(p.text[s2:e2]):
                         e = e2
                         score += 0.5
                         break
             cell = _table_cell(p.text, s, e, terms)
-            if cell is not None:
+            if cell is not None:  # the header names the question's year: that counts as the year
                 s, e = cell
-                score += 0.5
+                score += 1.0
             order += 1
             text = " ".join(p.text[s:e].split())
             ans = Answer(text, p.file_stem, p.start + s, p.start + e)
@@ -219,22 +221,31 @@ def _score(seg: str, terms: QuestionTerms) -> float:
     score = float(sum(1 for st in terms.stems if st in low))
     if score == 0:
         return 0.0
+    # A whole multi-word phrase ("capital expenditure") is stronger evidence than its words.
+    score += sum(0.5 for p in terms.phrases if " " in p and p in low)
+    if terms.phrases and terms.phrases[0] in low:  # the question's most specific term
+        score += 1
     if any(y in seg for y in terms.years):
         score += 1
-    if terms.numeric and re.search(r"\d", _strip_years(seg, terms)):
+    if terms.numeric and _has_figure(seg):
         score += 1
     return score
+
+
+def _has_figure(seg: str) -> bool:
+    """A number that is not a year or a day of the month: 1,577 / 12.5 / (370) / 4211."""
+    for m in re.finditer(r"\d[\d,.]*\d|\d", seg):
+        n = m.group(0).rstrip(".,")
+        if re.fullmatch(r"(19|20)\d{2}", n):
+            continue
+        if "," in n or "." in n or len(n) >= 3:
+            return True
+    return False
 
 
 def _good_enough(terms: QuestionTerms) -> float:
     need = min(len(terms.stems), 2) + (1 if terms.years else 0) + (1 if terms.numeric else 0)
     return max(1.0, float(need))
-
-
-def _strip_years(seg: str, terms: QuestionTerms) -> str:
-    for y in terms.years:
-        seg = seg.replace(y, "")
-    return seg
 
 
 def _segments(text: str) -> list[tuple[int, int]]:
