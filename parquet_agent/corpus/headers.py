@@ -125,10 +125,23 @@ def normalize_company(name: str | None) -> str | None:
     `APPLE INC` give `apple`; `Procter & Gamble Co` gives `procter and gamble`."""
     if not name:
         return None
-    text = name.lower().replace("&", " and ")
-    text = re.sub(r"/[a-z]{2}/?$", " ", text)  # EDGAR state tags: "ACME CORP /DE/"
+    # "FalviewHoldings" -> "Falview Holdings" (a suffix glued on), but "PepsiCo" stays whole
+    text = re.sub(r"(?<=[a-z])(?=(?:Holdings?|Group|Corporation|Corp|Inc|Company|Ltd|LLC)\b)", " ", name)
+    text = text.lower().replace("&", " and ").replace("'", "").replace("\u2019", "")
+    text = re.sub(r"/[a-z]{2}/?\s*$", " ", text)  # EDGAR state tags: "ACME CORP /DE/"
     words = re.findall(r"[a-z0-9]+", text)
-    while words and words[-1] in _SUFFIXES:
+    # initials written with dots or spaces ("L.P.", "A. O. Smith") become one word: "lp", "ao"
+    joined: list[str] = []
+    in_initials = False
+    for w in words:
+        single = len(w) == 1 and w.isalpha()
+        if single and in_initials:
+            joined[-1] += w
+        else:
+            joined.append(w)
+        in_initials = single
+    words = joined
+    while words and (words[-1] in _SUFFIXES or words[-1] == "and"):
         words.pop()
     if words and words[0] == "the":
         words = words[1:]
@@ -146,38 +159,39 @@ def normalize_form(text: str | None) -> str | None:
 # --- 1. SGML header --------------------------------------------------------------------------
 
 _SGML_FIELDS = {
-    "company": "COMPANY CONFORMED NAME:",
-    "cik": "CENTRAL INDEX KEY:",
-    "form_type": "CONFORMED SUBMISSION TYPE:",
-    "period": "CONFORMED PERIOD OF REPORT:",
-    "filing_date": "FILED AS OF DATE:",
+    "company": re.compile(r"COMPANY\s+CONFORMED\s+NAME:[ \t]*([^\n]+)"),
+    "cik": re.compile(r"CENTRAL\s+INDEX\s+KEY:[ \t]*(\d+)"),
+    "form_type": re.compile(r"CONFORMED\s+SUBMISSION\s+TYPE:[ \t]*([^\n]+)|\tFORM\s+TYPE:[ \t]*([^\n]+)"),
+    "period": re.compile(r"CONFORMED\s+PERIOD\s+OF\s+REPORT:[ \t]*(\d{8})"),
+    "filing_date": re.compile(r"FILED\s+AS\s+OF\s+DATE:[ \t]*(\d{8})"),
 }
 
 
 def _sgml(text: str) -> dict:
+    # cheap gate: an SGML header always has these words near the top
+    if "CONFORMED" not in text and "INDEX KEY" not in text:
+        return {}
     out = {}
-    for key, label in _SGML_FIELDS.items():
-        i = text.find(label)
-        if i < 0:
-            continue
-        end = text.find("\n", i)
-        value = text[i + len(label) : end if end >= 0 else None].strip()
-        if value:
-            out[key] = value
+    for key, pattern in _SGML_FIELDS.items():
+        m = pattern.search(text)
+        if m:
+            value = next(g for g in m.groups() if g is not None).strip()
+            if value:
+                out[key] = value
     return out
 
 
 # --- 2. labelled fields -------------------------------------------------------------------------
 
 _LABELS = {
-    "company": r"company(?:[ _]conformed)?[ _]name|company|registrant(?:[ _]name)?|issuer(?:[ _]name)?|name of registrant|entity[ _]registrant[ _]name",
+    "company": r"issuer name and ticker or trading symbol|company(?:[ _]conformed)?[ _]name|company|registrant(?:[ _]name)?|issuer(?:[ _]name)?|name of registrant|entity[ _]registrant[ _]name",
     "cik": r"cik|central[ _]index[ _]key",
     "form_type": r"form[ _]type|filing[ _]type|submission[ _]type|form|document[ _]type",
-    "period": r"period[ _]of[ _]report|conformed[ _]period[ _]of[ _]report|period(?:[ _]end(?:ed|ing)?)?|fiscal[ _]period[ _]end(?:ed|ing)?|report[ _]date|document[ _]period[ _]end[ _]date",
+    "period": r"period[ _]of[ _]report|conformed[ _]period[ _]of[ _]report|period(?:[ _]end(?:ed|ing)?)?|fiscal[ _]period[ _]end(?:ed|ing)?|report[ _]date|document[ _]period[ _]end[ _]date|date of earliest transaction(?: \(month/day/year\))?",
     "filing_date": r"filing[ _]date|filed(?:[ _]as[ _]of[ _]date)?|date[ _]filed|filed[ _]on|date[ _]of[ _]filing",
 }
 _LABEL_RE = re.compile(
-    r"^[ \t>*#|\-\"]*(?:\*\*|__)?(?P<label>"
+    r"^[ \t>*#|\-\"]*(?:\d{1,2}\.\s+)?(?:\*\*|__)?(?P<label>"
     + "|".join(f"(?P<{k}>{v})" for k, v in _LABELS.items())
     + r")(?:\*\*|__)?\"?\s*(?::|\||\t)\s*(?:\*\*|__|\")?(?P<value>[^\n|\"]+?)(?:\*\*|__|\")?\s*[,|]?\s*\|?\s*$",
     re.IGNORECASE | re.MULTILINE,
@@ -189,6 +203,8 @@ def _labelled(text: str) -> dict:
     for m in _LABEL_RE.finditer(text):
         key = next(k for k in _LABELS if m.group(k))
         value = m.group("value").strip().strip("*").strip()
+        if key == "company":
+            value = re.sub(r"\s*\[[^\]]*\]\s*$", "", value)  # "Acme Inc. [ ACME ]": drop ticker
         if value and key not in out:
             out[key] = value
     return out
@@ -198,7 +214,8 @@ def _labelled(text: str) -> dict:
 
 _FORM_RE = re.compile(
     r"\bFORM\s+(10-KT?(?:/A)?|10-Q(?:/A)?|8-K(?:/A)?|20-F(?:/A)?|40-F(?:/A)?|6-K(?:/A)?|"
-    r"11-K|S-\d(?:/A)?|F-\d(?:/A)?|DEF\s?14A|N-CSRS?|10-12[BG]|SD|ARS)\b",
+    r"11-K|NT\s10-[KQ]|S-\d(?:/A)?|F-\d(?:/A)?|DEF\s?14A|N-CSRS?|10-12[BG]|424B\d|"
+    r"SC\s13[DG](?:/A)?|13F-HR(?:/A)?|SD|ARS|[345](?:/A)?(?=\s*\n))(?![\w-])",
     re.IGNORECASE,
 )
 _PERIOD_RE = re.compile(
@@ -208,6 +225,7 @@ _PERIOD_RE = re.compile(
     re.IGNORECASE,
 )
 _CIK_RE = re.compile(r"\b(?:CIK|central\s+index\s+key)\b[^0-9\n]{0,20}(\d{1,10})\b", re.IGNORECASE)
+_HYPHEN_BREAK = re.compile(r"(?<=[A-Za-z])-\n(?=[a-z])")
 _JUNK_LINE = re.compile(r"^[\s|:\-*#_>!\[\]()]*$")
 
 
@@ -251,8 +269,10 @@ def _name_before(text: str, anchor: int) -> str | None:
             continue  # blank or rule lines between the name and its label
         if _NOT_A_NAME.match(cleaned) or len(cleaned) > 120 or parse_date(cleaned):
             break
+        if parts and (len(cleaned) > 40 or re.search(r"\d", cleaned)):
+            break  # a name broken over lines has short pieces; anything else is another field
         parts.insert(0, cleaned)
-        if len(parts) == 3 or len(cleaned) > 60:
+        if len(parts) == 3:
             break
     return " ".join(parts) or None
 
@@ -282,6 +302,8 @@ def _cover(text: str) -> dict:
             out["company"] = name
     lo = max(0, anchor - 6000) if anchor >= 0 else 0
     window = text[lo : (anchor + 6000) if anchor >= 0 else LABEL_WINDOW]
+    # PDF and OCR text break words over lines ("Date of Repor-\nt"): join them back
+    window = _HYPHEN_BREAK.sub("", window)
     if "company" not in out:
         name = _name_after_file_number(window)
         if name:
