@@ -1,0 +1,71 @@
+"""CLI: the `bench` family.
+
+    parquet-agent bench financebench --source DIR --out DIR [--jobs N]
+    parquet-agent bench financebench-compare RUN_DIR --source DIR [--paper-config NAME ...]
+                                             [--csv FILE] [--chart FILE.html]
+
+`register(subparsers)` adds them; handlers return 0 on success. `financebench` builds the pack
+(`financebench.build_pack`) and prints its summary; `financebench-compare` pairs a saved run with
+the paper's human-labelled results (`paper.compare_with_paper`), prints the summary table and
+optionally writes the paired rows as CSV and the chart as a self-contained HTML file.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def run_financebench(args: argparse.Namespace) -> int:
+    from parquet_agent.bench.financebench import build_pack
+
+    result = build_pack(Path(args.source), Path(args.out), jobs=args.jobs)
+    print(result.summary())
+    print(f"configs: {Path(args.out) / 'configs'}; details: {Path(args.out) / 'pack.json'}")
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from parquet_agent.bench.paper import comparison_chart, comparison_summary, compare_with_paper
+    from parquet_agent.store.run import Run
+
+    df = compare_with_paper(Run(Path(args.run_dir)), Path(args.source),
+                            paper_configs=args.paper_config or None)
+    with pd.option_context("display.width", 160, "display.max_columns", 20):
+        print(comparison_summary(df).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    if args.csv:
+        df.to_csv(args.csv, index=False)
+        print(f"paired rows: {args.csv}")
+    if args.chart:
+        comparison_chart(df).write_html(args.chart, include_plotlyjs=True)
+        print(f"chart: {args.chart}")
+    return 0
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    bench = subparsers.add_parser("bench", help="benchmark packs (FinanceBench)")
+    family = bench.add_subparsers(dest="bench_command", metavar="PACK", required=True)
+    fb = family.add_parser(
+        "financebench",
+        help="build the FinanceBench pack: corpus, questions, scopes, configs per paper mode",
+    )
+    fb.add_argument("--source", required=True,
+                    help="FinanceBench checkout laid out like ../shared/realdata/financebench")
+    fb.add_argument("--out", required=True, help="new, empty folder for the pack")
+    fb.add_argument("--jobs", type=int, default=1, help="import processes (default 1)")
+    fb.set_defaults(handler=run_financebench)
+    cmp_ = family.add_parser(
+        "financebench-compare",
+        help="compare a run with the paper's human-labelled results on the same question ids",
+    )
+    cmp_.add_argument("run_dir", help="a run folder")
+    cmp_.add_argument("--source", required=True, help="FinanceBench checkout (reads results/)")
+    cmp_.add_argument("--paper-config", action="append",
+                      help="a paper configuration, e.g. gpt-4-1106-preview_sharedStore "
+                      "(repeatable; default: all 16)")
+    cmp_.add_argument("--csv", help="write the paired rows here")
+    cmp_.add_argument("--chart", help="write the chart here (self-contained HTML)")
+    cmp_.set_defaults(handler=run_compare)
+    return bench

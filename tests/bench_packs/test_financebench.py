@@ -1,0 +1,177 @@
+"""The FinanceBench pack built from ../shared/realdata/financebench (CC-BY-NC: read in place,
+never committed; every test here skips cleanly when it is absent)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tomllib
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from parquet_agent.bench.commands import register
+from parquet_agent.bench.evidence import normalize
+from parquet_agent.bench.financebench import build_pack
+from parquet_agent.bench.paper import (
+    comparison_chart,
+    comparison_summary,
+    compare_with_paper,
+    load_paper_results,
+)
+from parquet_agent.corpus.index import CorpusIndex
+from parquet_agent.corpus.layout import is_tool_ready
+from parquet_agent.corpus.questions import load_questions
+from parquet_agent.errors import UsageError
+from parquet_agent.experiment_config import load_config
+
+FB = Path(__file__).resolve().parents[2] / ".." / "shared" / "realdata" / "financebench"
+pytestmark = pytest.mark.skipif(
+    not (FB / "questions" / "financebench_open_source.jsonl").exists(),
+    reason="../shared/realdata/financebench is absent (CC-BY-NC; not committed)",
+)
+
+
+@pytest.fixture(scope="module")
+def pack(tmp_path_factory):
+    out = tmp_path_factory.mktemp("fb") / "pack"
+    return build_pack(FB, out), out
+
+
+def _rows(folder: Path) -> dict[str, str]:
+    rows = {}
+    for path in folder.glob("*.parquet"):
+        for r in pq.read_table(path, columns=["file_stem", "parsed_md"]).to_pylist():
+            rows[r["file_stem"]] = r["parsed_md"]
+    return rows
+
+
+def test_pack_counts_and_exclusions(pack):
+    result, out = pack
+    assert (result.corpus_rows, result.questions, len(result.excluded)) == (138, 129, 21)
+    assert all("has no text in the checkout" in r for r in result.excluded.values())
+    assert len(result.mappings) == 165
+    saved = json.loads((out / "pack.json").read_text())
+    assert saved["schema_version"] == 1 and saved["questions"] == 129
+
+
+def test_every_gold_quote_is_at_its_offsets_in_both_corpora(pack):
+    result, out = pack
+    source = {q["financebench_id"]: q for q in map(json.loads, (
+        FB / "questions" / "financebench_open_source.jsonl").open())}
+    for folder in (out / "corpus", out / "oracle"):
+        rows = _rows(folder)
+        qs = load_questions(folder / "questions.jsonl")
+        assert len(qs) == 129
+        for ref in qs.references:
+            assert ref.gold_evidence, ref.question_id
+            texts = {normalize(e["evidence_text"]) for e in source[ref.question_id]["evidence"]}
+            for ev in ref.gold_evidence:
+                assert rows[ev.file_stem][ev.start : ev.end] == ev.quote
+                assert normalize(ev.quote) in texts  # all 165 items match exactly here
+    assert {m.match for m in result.mappings} == {"exact"}
+    assert all(m.verified for m in result.mappings)
+
+
+def test_questions_keep_the_paper_ids_and_answers(pack):
+    _, out = pack
+    qs = load_questions(out / "corpus" / "questions.jsonl")
+    ref = qs.reference("financebench_id_03029")
+    assert ref.reference_answer == "$1577.00" and ref.kind == "metrics-generated"
+    assert qs.question("financebench_id_03029").question.startswith(
+        "What is the FY2018 capital expenditure amount")
+
+
+def test_corpora_are_tool_ready_and_scopes_point_into_them(pack):
+    _, out = pack
+    for folder in (out / "corpus", out / "oracle"):
+        ready, reasons = is_tool_ready(folder)
+        assert ready, reasons
+    index, oracle = CorpusIndex.open(out / "corpus"), CorpusIndex.open(out / "oracle")
+    single = json.loads((out / "scopes" / "single_store.json").read_text())
+    pages = json.loads((out / "scopes" / "oracle.json").read_text())
+    assert single["schema_version"] == pages["schema_version"] == 1
+    assert single["scopes"]["financebench_id_03029"] == ["0001558370-19-000470"]
+    assert len(single["scopes"]) == len(pages["scopes"]) == 129
+    for stems in single["scopes"].values():
+        assert all(index.locate(s) is not None for s in stems)
+    for stems in pages["scopes"].values():
+        assert stems and all(oracle.locate(s) is not None for s in stems)
+
+
+def test_configs_keep_the_contract_and_add_only_the_proposed_keys(pack):
+    _, out = pack
+    shared = load_config(out / "configs" / "shared_store.toml")
+    assert shared.strategies == ("sql", "sql+stream")
+    assert Path(shared.corpus) == (out / "corpus").resolve()
+    for mode in ("closed_book", "single_store", "oracle"):
+        text = (out / "configs" / f"{mode}.toml").read_text()
+        data = tomllib.loads(text)
+        assert set(data) - {"scope"} <= {"name", "corpus", "questions", "sample", "strategies",
+                                         "runs_dir", "models", "judge", "limits"}
+        # remove the proposed parts: what is left must be a valid contract config
+        stripped = "\n".join(line for line in text.splitlines() if not line.startswith("scope ="))
+        stripped = stripped.replace('strategies = ["none"]', 'strategies = ["sql"]')
+        probe = out / "configs" / f".probe-{mode}.toml"
+        probe.write_text(stripped)
+        try:
+            load_config(probe)
+        finally:
+            probe.unlink()
+    assert tomllib.loads((out / "configs" / "closed_book.toml").read_text())["strategies"] == [
+        "none"]
+
+
+def test_comparison_pairs_our_cases_with_the_papers_labels():
+    paper = load_paper_results(FB)
+    assert len(paper) == 16 * 150
+    assert set(paper["paper_label"]) == {"correct", "incorrect", "refusal"}
+    ids = ["financebench_id_03029", "financebench_id_04672", "financebench_id_01865"]
+    cases = pd.DataFrame({
+        "question_id": ids + ["not_a_paper_id"], "model": "m", "strategy": "sql",
+        "status": ["complete", "complete", "failed", "complete"],
+        "answer": ["$1577", "8.7", None, "x"], "correctness": [100, 10, float("nan"), 100],
+        "citation_support": [80, 0, float("nan"), 0],
+    })
+    df = compare_with_paper(cases, FB, paper_configs=["gpt-4_sharedStore"])
+    assert list(df["question_id"]) == sorted(ids)  # inner join on the paper's ids
+    by_id = df.set_index("question_id")
+    assert by_id.loc["financebench_id_03029", "paper_label"] == "refusal"
+    assert by_id.loc["financebench_id_03029", "our_label"] == "correct"
+    assert by_id.loc["financebench_id_01865", "our_label"] == "unscored"
+    assert pd.isna(by_id.loc["financebench_id_01865", "agree"])
+    summary = comparison_summary(df).iloc[0]
+    assert summary["questions"] == 3 and summary["our_unscored"] == pytest.approx(1 / 3)
+    assert summary["paper_refusal"] + summary["paper_correct"] + summary["paper_incorrect"] == (
+        pytest.approx(1.0))
+    fig = comparison_chart(df)
+    assert {t.name for t in fig.data} >= {"correct", "incorrect"}
+    assert "ours: m / sql" in fig.data[0].x and "paper: gpt-4_sharedStore" in fig.data[0].x
+    with pytest.raises(UsageError, match="unknown paper configuration"):
+        compare_with_paper(cases, FB, paper_configs=["gpt-5_magic"])
+
+
+def test_cli_builds_a_small_pack_and_rejects_a_wrong_source(tmp_path, capsys):
+    mini = tmp_path / "mini"
+    (mini / "docs_md").mkdir(parents=True)
+    (mini / "questions").mkdir()
+    shutil.copy(FB / "corpus_manifest.jsonl", mini)
+    for doc in ("3M_2018_10K", "3M_2017_10K"):
+        shutil.copy(FB / "docs_md" / f"{doc}.md", mini / "docs_md")
+    keep = [line for line in (FB / "questions" / "financebench_open_source.jsonl").open()
+            if json.loads(line)["doc_name"] in ("3M_2018_10K", "AES_2022_10K")]
+    (mini / "questions" / "financebench_open_source.jsonl").write_text("".join(keep))
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(["bench", "financebench", "--source", str(mini),
+                              "--out", str(tmp_path / "pack")])
+    assert args.handler(args) == 0
+    text = capsys.readouterr().out
+    assert "corpus: 2 filings" in text and "excluded" in text
+    bad = parser.parse_args(["bench", "financebench", "--source", str(tmp_path),
+                             "--out", str(tmp_path / "p2")])
+    with pytest.raises(UsageError, match="not a FinanceBench checkout"):
+        bad.handler(bad)
