@@ -1,0 +1,217 @@
+"""The experiment runner end to end: real corpus, real sandboxed tools, real run folders, the
+official OpenAI SDK against a fake server on 127.0.0.1, and real processes killed with SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from parquet_agent.errors import ResumeRefusedError, SnapshotChangedError
+from parquet_agent.experiment import Experiment
+from parquet_agent.experiment_commands import demo_config
+from parquet_agent.experiment_config import ExperimentConfig
+from parquet_agent.models.fakes import FakeReply, FakeToolCall, openai_server
+from parquet_agent.store import RunStore, read_raw
+from tests.harness_corpus import CANARY, make_harness_corpus
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return make_harness_corpus(tmp_path_factory.mktemp("exp") / "corpus")
+
+
+def _answer_script(request):
+    """A fake model: first turn runs one SQL query, then answers from the tool result."""
+    body = request.json or {}
+    messages = body.get("messages", [])
+    if not any(m.get("role") == "tool" for m in messages):
+        question = next(m["content"] for m in messages if m["role"] == "user")
+        return FakeReply(tool_calls=(FakeToolCall(
+            "sql", {"query": f"SELECT count(*) AS n FROM filings -- {question[:20]}"},
+            id="call_1"),))
+    return FakeReply(text="There are 6 filings.", cost=0.0005)
+
+
+def _write_config(folder: Path, corpus: Path, server_url: str, *, workers: int = 1) -> Path:
+    path = folder / "exp.toml"
+    path.write_text(f"""
+name = "fake"
+corpus = "{corpus}"
+questions = "{corpus / 'questions.jsonl'}"
+sample = "all"
+strategies = ["sql", "sql+stream"]
+runs_dir = "{folder / 'runs'}"
+
+[[models]]
+name = "fake"
+provider = "openai"
+model = "gpt-fake"
+api_key_env = "FAKE_OPENAI_KEY"
+base_url = "{server_url}/v1"
+
+[judge]
+provider = "rubric"
+
+[limits]
+case_workers = {workers}
+""")
+    return path
+
+
+def test_offline_grid_judges_every_case_and_no_reference_reaches_an_agent(corpus, tmp_path):
+    run = Experiment(demo_config(corpus, tmp_path / "runs"), progress=False).run()
+    cases = run.cases_df()
+    assert len(cases) == 6 and set(cases["status"]) == {"complete"}
+    assert cases["correctness"].notna().all() and (cases["correctness"] == 100).all()
+    summary = run.summary()
+    assert sorted(summary["strategy"]) == ["sql", "sql+stream"]
+    manifest = run.manifest
+    assert manifest["question_ids"] == ["Q001", "Q002", "Q003"]
+    assert {"agent:sql", "agent:sql+stream", "judge", "tools:sql"} <= set(manifest["prompt_hashes"])
+    # Canary scan: the references carry CANARY; no answer-model request may contain it.
+    attempts = run.attempts_df()
+    answer_paths = attempts.loc[attempts["purpose"] == "answer", "request_path"].dropna()
+    assert len(answer_paths) >= 12
+    for path in answer_paths:
+        assert CANARY.encode() not in read_raw(run.dir, path)
+    judge_paths = attempts.loc[attempts["purpose"] == "judge", "request_path"].dropna()
+    assert any(CANARY.encode() in read_raw(run.dir, p) for p in judge_paths)  # the judge sees it
+
+
+def test_resume_after_completion_makes_no_inference_call(corpus, tmp_path):
+    with openai_server(_answer_script) as server:
+        config = _write_config(tmp_path, corpus, server.url)
+        env = {"FAKE_OPENAI_KEY": "sk-test-key"}
+        run = Experiment.from_toml(config, env=env, progress=False).run(tmp_path / "runs" / "r")
+        first = len(server.model_calls())
+        assert first == 1 + 6 * 2  # one health check, two turns per case
+        assert set(run.cases_df()["status"]) == {"complete"}
+        again = Experiment.from_toml(config, env=env, progress=False).run(
+            tmp_path / "runs" / "r", resume=True)
+        assert len(server.model_calls()) == first + 1  # only the new session's health check
+        assert again.cases_df()["cost_usd"].sum() == pytest.approx(6 * 0.0005)
+
+
+def test_resume_refuses_a_changed_config_naming_the_change(corpus, tmp_path):
+    with openai_server(_answer_script) as server:
+        config = _write_config(tmp_path, corpus, server.url)
+        env = {"FAKE_OPENAI_KEY": "k"}
+        Experiment.from_toml(config, env=env, progress=False).run(tmp_path / "runs" / "r")
+        config.write_text(config.read_text() + "max_tool_calls = 3\n")
+        with pytest.raises(ResumeRefusedError, match="max_tool_calls: 12 -> 3"):
+            Experiment.from_toml(config, env=env, progress=False).run(
+                tmp_path / "runs" / "r", resume=True)
+
+
+def test_a_changed_corpus_file_stops_the_run(tmp_path):
+    corpus = make_harness_corpus(tmp_path / "corpus")
+    config = demo_config(corpus, tmp_path / "runs")
+    Experiment(config, progress=False).run()
+    data = (corpus / "2025-02.parquet").read_bytes()
+    (corpus / "2025-02.parquet").write_bytes(data[:-8] + b"tampered")
+    with pytest.raises(Exception, match="2025-02.parquet"):
+        Experiment(config, progress=False).run()
+
+
+def test_a_new_corpus_file_is_excluded_and_recorded(tmp_path):
+    corpus = make_harness_corpus(tmp_path / "corpus")
+    (corpus / "manifest.json").unlink(missing_ok=True)
+    config = ExperimentConfig.from_dict(demo_config(corpus, tmp_path / "runs").to_dict()
+                                        | {"sample": {"ids": ["Q001"]}, "strategies": ["sql"]})
+
+    class Late(Experiment):
+        """Drops a new file into the corpus between preflight and the first case."""
+
+        def _health_checks(self, *args):
+            super()._health_checks(*args)
+            shutil.copy(corpus / "2025-01.parquet", corpus / "2025-03.parquet")
+
+    run = Late(config, progress=False).run()
+    drift = [e.data for e in run.run_events() if e.event == "corpus_drift"]
+    assert drift == [{"excluded_new_files": ["2025-03.parquet"]}]
+    assert [f["name"] for f in run.manifest["corpus_snapshot"]["files"]] == [
+        "2025-01.parquet", "2025-02.parquet"]
+
+
+def _run_cli(config: Path, run_dir: Path, *extra: str) -> subprocess.Popen:
+    env = dict(os.environ, FAKE_OPENAI_KEY="sk-kill-test")
+    return subprocess.Popen(
+        [sys.executable, "-m", "parquet_agent", "run", str(config), "--run-dir", str(run_dir),
+         "--quiet", *extra], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+@pytest.mark.parametrize("kill_after", [1, 2, 4, 7, 10])
+def test_kill_9_at_any_point_then_resume_finishes_without_paying_twice(corpus, tmp_path,
+                                                                       kill_after):
+    """Kill the run process after `kill_after` model requests reached the server, resume until
+    done, and count: every journaled turn was requested once; only a turn in flight at the kill
+    may be asked again (plus one health check per session)."""
+    with openai_server(_answer_script) as server:
+        config = _write_config(tmp_path, corpus, server.url)
+        run_dir = tmp_path / "runs" / "killed"
+        proc = _run_cli(config, run_dir)
+        deadline = time.monotonic() + 60
+        while len(server.model_calls()) < kill_after and proc.poll() is None:
+            assert time.monotonic() < deadline, "the run made no progress"
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        sessions, kills = 1, 1
+        for _ in range(3):
+            resumed = _run_cli(config, run_dir, "--resume")
+            out, err = resumed.communicate(timeout=120)
+            sessions += 1
+            if resumed.returncode == 0:
+                break
+        assert resumed.returncode == 0, err.decode()[-2000:]
+
+    run = RunStore(run_dir.parent).open(run_dir)
+    cases = run.cases_df()
+    assert len(cases) == 6 and set(cases["status"]) == {"complete"}
+    turns = [e for cid in run.case_ids() for e in run.case_events(cid) if e.event == "model_turn"]
+    labels = [t.data["label"] for t in turns]
+    assert len(labels) == len(set(labels)) == 12  # each turn journaled exactly once
+    calls = len(server.model_calls())
+    # health checks + journaled turns + at most one redone in-flight turn per kill
+    assert sessions + 12 <= calls <= sessions + 12 + kills
+    verify = run.verify()
+    assert verify.ok, str(verify)
+
+
+def test_judge_malformed_output_is_retried_then_unscored_never_zero(corpus, tmp_path):
+    from parquet_agent.judge import Judge, JudgeInput
+    from parquet_agent.models.scripted import ScriptedModel
+    from parquet_agent.models.sink import DirectorySink
+
+    inp = JudgeInput("q", "answer", "ref", (), ())
+    judge = Judge(ScriptedModel(["not json", '{"correctness": 140}']), max_attempts=2)
+    verdict = judge.judge(inp, sink=DirectorySink(tmp_path), label="Q1__m__sql/judge")
+    assert not verdict.scored and verdict.correctness is None
+    assert "0 to 100" in verdict.unscored_reason and len(verdict.attempts) == 2
+    ok = Judge(ScriptedModel(['Sure: {"correctness": 80, "citation_support": 50, '
+                              '"rationale": "close"}'])).judge(inp, sink=DirectorySink(tmp_path),
+                                                               label="Q1__m__sql/judge")
+    assert (ok.correctness, ok.citation_support, ok.rationale) == (80.0, 50.0, "close")
+
+
+def test_cli_run_prints_the_summary(corpus, tmp_path):
+    with openai_server(_answer_script) as server:
+        config = _write_config(tmp_path, corpus, server.url)
+        proc = _run_cli(config, tmp_path / "runs" / "cli")
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    text = out.decode()
+    assert re.search(r"fake\s+sql\s+3\s+3", text) and "run folder:" in text
+    manifest = json.loads((tmp_path / "runs" / "cli" / "manifest.json").read_text())
+    assert "sk-kill-test" not in json.dumps(manifest)
