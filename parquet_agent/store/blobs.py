@@ -2,30 +2,38 @@
 
 `RawStore(run_dir)` is the run's `RawSink` (see `parquet_agent.models.protocol`):
 `write(name, data) -> "raw/<name>"` makes the bytes durable before it returns; `read(path)` and
-`read_raw(run_dir, path)` give back exactly the bytes written. Names starting with `meta/`
-(metadata GETs: model lists, prices) go to a separate pack, apart from the API POST bodies.
+`read_raw(run_dir, path)` give back exactly the bytes written, checked against their hash.
+Names starting with `meta/` (metadata GETs: model lists, prices) go to a separate pack, apart from
+the API POST bodies.
 
 Why not one file per body: successive requests of a case repeat the whole conversation so far,
-and every request repeats the system prompt and tool specs, so most request bytes are repeats.
-Layout, under `<run>/raw/`:
+every request repeats the system prompt, tool specs and headers, and the judge request repeats
+the tool evidence the agent saw. Layout, under `<run>/raw/`:
 
-    bodies.pack   append-only records: chunks and recipes of API request/response bodies
+    bodies.pack   append-only records, one per body written
     meta.pack     the same for `meta/` names
 
-A record is `type (1 byte: C|R) | payload length (u32 BE) | CRC-32 of payload (u32 BE) | payload`.
-A chunk payload is `BLAKE2b-128 digest of the chunk | codec (0 raw, 2 zlib with the preset
-dictionary below) | stored bytes`; chunks are numbered 0, 1, ... in file order. A recipe payload
-is JSON `{"n": name, "s": size, "h": "b2:<BLAKE2b-256 of the body>", "c": [chunk numbers; [a, b]
-means a..b]}`. A body is cut into chunks after `},`/`],` separators (content-defined: the cut
-points depend only on nearby bytes, so a shared prefix cuts the same way), with a minimum chunk
-size; a chunk already stored is referenced, not written again. New chunks and the recipe go out in
-one `write` + `fdatasync`, so a crash leaves at most one torn record at the end of the pack, which
-is cut off (and kept in `<pack>.torn`) the next time the store is opened for writing.
+A body is cut into chunks after `,` separators that precede a key, object or array (content-
+defined: cut points depend only on nearby bytes, so shared content cuts the same way wherever it
+appears), each chunk at least `_MIN_CHUNK` bytes. Chunks are numbered 0, 1, ... in pack order.
+A record holds one body: its recipe and the chunks no earlier body had, compressed together:
 
-Names are immutable: writing a name again with the same bytes returns the same path; with other
-bytes (e.g. a resumed run redoing an attempt) the body is stored as `<name>~2`, `~3`, ... and that
-path is returned. `verify()` re-derives every chunk digest and every body hash and reports any
-mismatch, bad CRC or unreadable record; it never repairs.
+    b"B" | meta length u32 | data length u32 | CRC-32 of meta+data u32 | meta JSON | data
+    meta = {"n": name, "s": size, "h": "b2:<BLAKE2b-256 of the body>",
+            "c": [chunk numbers of the body in order; [a, b] means a..b],
+            "l": [lengths of the new chunks], "z": 0 raw | 2 deflate, "p": previous record of
+            the same group (the name's first path segment, i.e. the case) or absent}
+
+Deflate gets a preset dictionary: fixed wire fragments plus the last 32 KiB of new data of the
+same case, so text that reappears with other JSON escaping (a tool result inside the next
+request, then inside the judge request) costs little. Reading a record decodes the chain of its
+case's earlier records once; decoded windows are cached per store (bounded).
+
+New data, recipe and CRC go out in one `write` + `fdatasync`, so a crash leaves at most one torn
+record at the end of a pack; readers skip it and opening the store for writing moves it to
+`<pack>.torn`. Names are immutable: the same name with the same bytes returns the same path; with
+other bytes (e.g. a resumed run redoing an attempt) the body is stored as `<name>~2`, `~3`, ...
+`verify()` decodes every record and checks every body against its hash; it never repairs.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ import re
 import struct
 import threading
 import zlib
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,33 +55,34 @@ from parquet_agent.store.files import DurableAppender, fsync_dir, truncate_torn_
 RAW_DIR = "raw"
 META_PREFIX = "meta/"
 _PACKS = {"bodies": "bodies.pack", "meta": "meta.pack"}
-_HEADER = struct.Struct(">cII")
-_CODEC_RAW, _CODEC_ZDICT = 0, 2
-_MIN_CHUNK = 160
-_CUT = re.compile(rb"[}\]],\s*(?=[{\"\[])")
+_HEADER = struct.Struct(">cIII")
+_CODEC_RAW, _CODEC_DEFLATE = 0, 2
+_MIN_CHUNK = 48
+_WINDOW = 32 * 1024  # deflate's largest dictionary
+_CACHE = 96  # decoded records / windows kept per pack
+_CUT = re.compile(rb",[ \t\r\n]*(?=\\*[{\"\[])")
 _NAME = re.compile(r"^[A-Za-z0-9_.+=@-][A-Za-z0-9_.+=@/~-]*$")
-# A preset dictionary of wire fragments common to the three provider formats: it lets zlib
-# compress even a small chunk. Changing it breaks reading old packs: add a new codec instead.
+# Wire fragments common to the three provider formats and our recorded envelopes. Changing this
+# breaks reading old packs: add a new codec instead.
 _ZDICT = (
-    b'"finish_reason":"stop","index":0,"logprobs":null,"message":{"content":null,"refusal":null,'
-    b'"role":"assistant","tool_calls":[{"function":{"arguments":"{\\"query\\":\\"SELECT '
-    b'"},"id":"call_","type":"function"}]}}],"created":"model":"object":"chat.completion",'
-    b'"usage":{"completion_tokens":"prompt_tokens":"total_tokens":"prompt_tokens_details":'
-    b'{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}'
-    b'{"role":"tool","tool_call_id":"call_","content":"{\\"ok\\": true, \\"output\\": '
-    b'{"role":"user","content":"{"role":"system","content":"'
-    b'{"type":"function","function":{"name":"sql","description":"parameters":{"type":"object",'
-    b'"properties":{"query":{"type":"string","description":"},"required":["query"]'
-    b'"additionalProperties":false}}},"tool_choice":"auto","temperature":0.0,"max_tokens":'
-    b'"stop_reason":"tool_use","stop_sequence":null,"type":"message","content":[{"type":"text",'
-    b'"text":"{"type":"tool_use","id":"toolu_","name":"input":{"type":"tool_result",'
-    b'"tool_use_id":"usage":{"input_tokens":"output_tokens":"cache_read_input_tokens":0,'
-    b'"cache_creation_input_tokens":0,"input_schema":'
-    b'{"contents":[{"parts":[{"text":"role":"model"functionCall":{"name":"args":'
-    b'"functionResponse":{"name":"response":"usageMetadata":{"promptTokenCount":'
-    b'"candidatesTokenCount":"totalTokenCount":"finishReason":"STOP","candidates":[{"content":'
-    b'"file_stem":"start":"end":"source_id":"excerpt":"rows":[["columns":["company","form_type",'
-    b'"filing_date","period","cik","error":null,"kind":"message":'
+    b'{\n "schema_version": 1,\n "kind": "http_request",\n "recorded_at": "2026-11-30T07:00:00'
+    b'+00:00",\n "method": "POST",\n "url": "http://127.0.0.1/v1/chat/completions",\n "headers"'
+    b': [\n  [\n   "content-length",\n   "1"\n  ],\n "status": 200,\n "http_version": "HTTP/1.1"'
+    b',\n "body_sha256": "",\n "body_encoding": "utf-8",\n "body": "{\\"messages\\":[{\\"role\\":'
+    b'\\"system\\",\\"content\\":\\"{\\"role\\":\\"user\\",\\"content\\":\\"{\\"role\\":\\"assistant'
+    b'\\",\\"content\\":null,\\"tool_calls\\":[{\\"id\\":\\"call_\\",\\"type\\":\\"function\\",'
+    b'\\"function\\":{\\"name\\":\\"read_filing\\",\\"arguments\\":\\"{\\\\\\"file_stem\\\\\\": '
+    b'{\\"role\\":\\"tool\\",\\"tool_call_id\\":\\"call_\\",\\"content\\":\\"{\\\\\\"source_id'
+    b'\\\\\\": \\\\\\"start\\\\\\": \\\\\\"end\\\\\\": \\\\\\"text\\\\\\": \\"'
+    b'{\\"id\\": \\"chatcmpl-\\", \\"object\\": \\"chat.completion\\", \\"created\\": \\"model\\": '
+    b'\\"choices\\": [{\\"index\\": 0, \\"message\\": {\\"role\\": \\"assistant\\", \\"content\\": '
+    b'\\"finish_reason\\": \\"stop\\"}], \\"usage\\": {\\"prompt_tokens\\": \\"completion_tokens\\":'
+    b' \\"total_tokens\\": \\"prompt_tokens_details\\": {\\"cached_tokens\\": 0}, '
+    b'\\"completion_tokens_details\\": {\\"reasoning_tokens\\": 0}}'
+    b'\\"stop_reason\\":\\"tool_use\\",\\"type\\":\\"tool_use\\",\\"id\\":\\"toolu_\\",\\"input\\":'
+    b'{\\"type\\":\\"tool_result\\",\\"tool_use_id\\":\\"input_tokens\\":\\"output_tokens\\":'
+    b'{\\"contents\\":[{\\"parts\\":[{\\"text\\":\\"functionCall\\":{\\"name\\":\\"args\\":'
+    b'\\"functionResponse\\":{\\"usageMetadata\\":{\\"promptTokenCount\\":\\"finishReason\\":'
 )
 
 
@@ -85,7 +95,7 @@ def _body_hash(data: bytes) -> str:
 
 
 def split_chunks(data: bytes, min_size: int = _MIN_CHUNK) -> list[bytes]:
-    """Cut `data` after JSON element separators, each chunk at least `min_size` bytes."""
+    """Cut `data` after JSON separators, each chunk at least `min_size` bytes (but the last)."""
     chunks, start = [], 0
     for match in _CUT.finditer(data):
         end = match.end()
@@ -97,19 +107,8 @@ def split_chunks(data: bytes, min_size: int = _MIN_CHUNK) -> list[bytes]:
     return chunks
 
 
-def _encode(chunk: bytes) -> tuple[int, bytes]:
-    comp = zlib.compressobj(6, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, _ZDICT)
-    packed = comp.compress(chunk) + comp.flush()
-    return (_CODEC_ZDICT, packed) if len(packed) + 8 < len(chunk) else (_CODEC_RAW, chunk)
-
-
-def _decode(codec: int, stored: bytes) -> bytes:
-    if codec == _CODEC_RAW:
-        return stored
-    if codec == _CODEC_ZDICT:
-        dec = zlib.decompressobj(-15, _ZDICT)
-        return dec.decompress(stored) + dec.flush()
-    raise ValueError(f"unknown chunk codec {codec}")
+def _zdict(window: bytes) -> bytes:
+    return (_ZDICT + window)[-_WINDOW:]
 
 
 def _compact(numbers: list[int]) -> list:
@@ -133,11 +132,12 @@ def _expand(refs: list) -> list[int]:
 
 
 @dataclass(frozen=True)
-class _Chunk:
-    offset: int  # of the stored bytes in the pack
-    length: int
+class _Record:
+    data_offset: int
+    data_length: int
     codec: int
-    digest: bytes
+    prev: int | None  # previous record of the same group
+    new_length: int  # decoded length
 
 
 @dataclass(frozen=True)
@@ -151,20 +151,24 @@ class RawStats:
 
 
 class _Pack:
-    """One pack file: its chunk table, recipes by name, and problems found while scanning."""
+    """One pack file: records, chunk locations, recipes by name, problems found scanning."""
 
     def __init__(self, path: Path):
         self.path = path
-        self.chunks: list[_Chunk] = []
-        self.by_digest: dict[bytes, int] = {}
+        self.records: list[_Record] = []
+        self.chunks: list[tuple[int, int, int]] = []  # (record, start, length)
         self.recipes: dict[str, dict] = {}
+        self.group_last: dict[str, int] = {}
+        self.by_digest: dict[bytes, int] | None = None  # built on demand (writers)
         self.problems: list[str] = []
         self.good_end = 0  # end of the last whole, valid record
         self.torn_tail = False
+        self._decoded: OrderedDict[int, bytes] = OrderedDict()
+        self._windows: OrderedDict[int, bytes] = OrderedDict()
 
     def scan(self) -> None:
-        """Read records from `good_end` on; safe to call again as the pack grows."""
-        if not self.path.exists():
+        """Read record headers and metas from `good_end` on; safe to call as the pack grows."""
+        if not self.path.exists() or self.problems:
             return
         with open(self.path, "rb") as f:
             f.seek(self.good_end)
@@ -174,32 +178,102 @@ class _Pack:
             if len(data) - pos < _HEADER.size:
                 self.torn_tail = True
                 break
-            kind, length, crc = _HEADER.unpack_from(data, pos)
-            body_start, body_end = pos + _HEADER.size, pos + _HEADER.size + length
-            if body_end > len(data):
+            kind, meta_len, data_len, crc = _HEADER.unpack_from(data, pos)
+            meta_at = pos + _HEADER.size
+            end = meta_at + meta_len + data_len
+            if end > len(data):
                 self.torn_tail = True
                 break
-            payload = data[body_start:body_end]
-            if zlib.crc32(payload) != crc or kind not in (b"C", b"R"):
-                if body_end == len(data):  # a torn last write can leave garbage of full length
+            ok = kind == b"B" and zlib.crc32(data[meta_at:end]) == crc
+            try:
+                meta = json.loads(data[meta_at:meta_at + meta_len]) if ok else None
+            except ValueError:
+                ok = False
+            if not ok:
+                if end == len(data):  # a torn last write may leave garbage of full length
                     self.torn_tail = True
                     break
-                self.problems.append(f"{self.path.name}: bad record at byte {base + pos} "
-                                     "(CRC mismatch); later records may be unreachable")
+                self.problems.append(f"{self.path.name}: bad record at byte {base + pos} (CRC or "
+                                     "format mismatch); later records are unreachable")
                 break
-            if kind == b"C":
-                digest, codec = payload[:16], payload[16]
-                self.by_digest.setdefault(digest, len(self.chunks))
-                self.chunks.append(_Chunk(base + body_start + 17, length - 17, codec, digest))
-            else:
-                recipe = json.loads(payload)
-                self.recipes[recipe["n"]] = recipe
-            pos = body_end
+            self._add(meta, base + meta_at + meta_len, data_len)
+            pos = end
             self.good_end = base + pos
 
-    def read_chunk(self, fd: int, number: int) -> bytes:
-        chunk = self.chunks[number]
-        return _decode(chunk.codec, os.pread(fd, chunk.length, chunk.offset))
+    def _add(self, meta: dict, data_offset: int, data_length: int) -> int:
+        number = len(self.records)
+        lengths = meta.get("l", [])
+        self.records.append(_Record(data_offset, data_length, meta.get("z", _CODEC_RAW),
+                                    meta.get("p"), sum(lengths)))
+        start = 0
+        for length in lengths:
+            self.chunks.append((number, start, length))
+            start += length
+        self.recipes[meta["n"]] = meta
+        self.group_last[_group(meta["n"])] = number
+        return number
+
+    # -- decoding --------------------------------------------------------------------------------
+
+    def _cache(self, cache: OrderedDict, key: int, value: bytes) -> None:
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > _CACHE:
+            cache.popitem(last=False)
+
+    def window(self, fd: int, number: int | None) -> bytes:
+        """The last 32 KiB of new data of record `number`'s group up to and including it."""
+        if number is None:
+            return b""
+        chain = []
+        while number is not None and number not in self._windows:
+            chain.append(number)
+            number = self.records[number].prev
+        window = self._windows[number] if number is not None else b""
+        for n in reversed(chain):
+            window = (window + self._decode(fd, n, window))[-_WINDOW:]
+            self._cache(self._windows, n, window)
+        return window
+
+    def _decode(self, fd: int, number: int, prev_window: bytes) -> bytes:
+        rec = self.records[number]
+        stored = os.pread(fd, rec.data_length, rec.data_offset)
+        if rec.codec == _CODEC_RAW:
+            data = stored
+        elif rec.codec == _CODEC_DEFLATE:
+            dec = zlib.decompressobj(-15, zdict=_zdict(prev_window))
+            data = dec.decompress(stored) + dec.flush()
+        else:
+            raise ValueError(f"unknown codec {rec.codec}")
+        if len(data) != rec.new_length:
+            raise ValueError(f"record {number} decodes to {len(data)} bytes, not {rec.new_length}")
+        self._cache(self._decoded, number, data)
+        return data
+
+    def decoded(self, fd: int, number: int) -> bytes:
+        data = self._decoded.get(number)
+        if data is None:
+            data = self._decode(fd, number, self.window(fd, self.records[number].prev))
+        return data
+
+    def chunk(self, fd: int, number: int) -> bytes:
+        record, start, length = self.chunks[number]
+        return self.decoded(fd, record)[start:start + length]
+
+    def body(self, fd: int, recipe: dict) -> bytes:
+        return b"".join(self.chunk(fd, n) for n in _expand(recipe["c"]))
+
+    def digests(self, fd: int) -> dict[bytes, int]:
+        """Digest -> chunk number of every chunk (decodes the whole pack once)."""
+        if self.by_digest is None:
+            self.by_digest = {}
+            for number in range(len(self.chunks)):
+                self.by_digest.setdefault(_digest(self.chunk(fd, number)), number)
+        return self.by_digest
+
+
+def _group(name: str) -> str:
+    return name.split("/", 1)[0]
 
 
 class RawStore:
@@ -214,7 +288,7 @@ class RawStore:
             self.dir.mkdir(parents=True, exist_ok=True)
         self._packs = {key: _Pack(self.dir / name) for key, name in _PACKS.items()}
         self._appenders: dict[str, DurableAppender] = {}
-        for key, pack in self._packs.items():
+        for pack in self._packs.values():
             pack.scan()
             if writable and pack.problems:
                 raise RunError(f"raw store {pack.path} is damaged: {pack.problems[0]}; "
@@ -247,33 +321,44 @@ class RawStore:
                     return f"{RAW_DIR}/{stored_name}"
                 n += 1
                 stored_name = f"{name}~{n}"
-            out, numbers, new = bytearray(), [], {}
+            with _ReadFd(pack.path) as fd:
+                known = pack.digests(fd)
+                prev = pack.group_last.get(_group(stored_name))
+                window = pack.window(fd, prev)
+            numbers, new, new_chunks = [], {}, []
             next_number = len(pack.chunks)
             for chunk in split_chunks(data):
                 digest = _digest(chunk)
-                number = pack.by_digest.get(digest, new.get(digest, (None,))[0])
+                number = known.get(digest, new.get(digest))
                 if number is None:
-                    codec, stored = _encode(chunk)
-                    payload = digest + bytes([codec]) + stored
-                    header_at = len(out)
-                    out += _HEADER.pack(b"C", len(payload), zlib.crc32(payload)) + payload
-                    number = next_number
-                    next_number += 1
-                    new[digest] = (number, header_at + _HEADER.size + 17, len(stored), codec)
+                    number = new[digest] = next_number + len(new_chunks)
+                    new_chunks.append(chunk)
                 numbers.append(number)
-            recipe = {"n": stored_name, "s": len(data), "h": body_hash, "c": _compact(numbers)}
-            payload = json.dumps(recipe, separators=(",", ":")).encode()
-            out += _HEADER.pack(b"R", len(payload), zlib.crc32(payload)) + payload
+            new_data = b"".join(new_chunks)
+            codec, stored = _CODEC_RAW, new_data
+            if new_data:
+                comp = zlib.compressobj(6, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY,
+                                        _zdict(window))
+                packed = comp.compress(new_data) + comp.flush()
+                if len(packed) < len(new_data):
+                    codec, stored = _CODEC_DEFLATE, packed
+            meta = {"n": stored_name, "s": len(data), "h": body_hash, "c": _compact(numbers),
+                    "l": [len(c) for c in new_chunks], "z": codec}
+            if prev is not None:
+                meta["p"] = prev
+            meta_bytes = json.dumps(meta, separators=(",", ":")).encode()
+            header = _HEADER.pack(b"B", len(meta_bytes), len(stored),
+                                  zlib.crc32(meta_bytes + stored))
             appender = self._appenders.get(key)
             if appender is None:
                 appender = self._appenders[key] = DurableAppender(pack.path)
-            start = appender.append(bytes(out))
+            start = appender.append(header + meta_bytes + stored)
             # only now, with the bytes durable, does the in-memory index learn about them
-            for digest, (number, rel, length, codec) in sorted(new.items(), key=lambda i: i[1][0]):
-                pack.by_digest[digest] = number
-                pack.chunks.append(_Chunk(start + rel, length, codec, digest))
-            pack.recipes[stored_name] = recipe
-            pack.good_end = start + len(out)
+            number = pack._add(meta, start + _HEADER.size + len(meta_bytes), len(stored))
+            known.update(new)
+            pack._cache(pack._decoded, number, new_data)
+            pack._cache(pack._windows, number, (window + new_data)[-_WINDOW:])
+            pack.good_end = start + _HEADER.size + len(meta_bytes) + len(stored)
             return f"{RAW_DIR}/{stored_name}"
 
     # -- reading --------------------------------------------------------------------------------
@@ -291,11 +376,11 @@ class RawStore:
     def read(self, path: str) -> bytes:
         """The exact bytes stored under `path` (`raw/<name>` or `<name>`); checks their hash."""
         pack, recipe = self._locate(path)
-        fd = os.open(pack.path, os.O_RDONLY)
-        try:
-            data = b"".join(pack.read_chunk(fd, n) for n in _expand(recipe["c"]))
-        finally:
-            os.close(fd)
+        with self._lock, _ReadFd(pack.path) as fd:
+            try:
+                data = pack.body(fd, recipe)
+            except (zlib.error, ValueError, IndexError) as exc:
+                raise RunError(f"{path}: cannot be decoded ({exc}); see Run.verify()") from exc
         if len(data) != recipe["s"] or _body_hash(data) != recipe["h"]:
             raise RunError(f"{path}: stored bytes do not match their recorded hash (tampered or "
                            "damaged raw store); see Run.verify()")
@@ -322,9 +407,9 @@ class RawStore:
         )
 
     def verify(self) -> list[str]:
-        """Re-derive every chunk digest and body hash from the packs on disk; list problems."""
+        """Decode every record of the packs on disk and check every body hash; list problems."""
         problems: list[str] = []
-        for key, name in _PACKS.items():
+        for name in _PACKS.values():
             fresh = _Pack(self.dir / name)
             fresh.scan()
             problems += fresh.problems
@@ -333,26 +418,15 @@ class RawStore:
                                 "write; no body in it was ever acknowledged)")
             if not fresh.path.exists():
                 continue
-            fd = os.open(fresh.path, os.O_RDONLY)
-            try:
-                for number, chunk in enumerate(fresh.chunks):
-                    try:
-                        ok = _digest(fresh.read_chunk(fd, number)) == chunk.digest
-                    except (zlib.error, ValueError):
-                        ok = False
-                    if not ok:
-                        problems.append(f"{name}: chunk {number} at byte {chunk.offset} does not "
-                                        "match its digest")
+            with _ReadFd(fresh.path) as fd:
                 for rname, recipe in fresh.recipes.items():
                     try:
-                        data = b"".join(fresh.read_chunk(fd, n) for n in _expand(recipe["c"]))
+                        data = fresh.body(fd, recipe)
                     except (zlib.error, ValueError, IndexError):
-                        problems.append(f"{RAW_DIR}/{rname}: cannot be reassembled")
+                        problems.append(f"{RAW_DIR}/{rname}: cannot be decoded")
                         continue
                     if len(data) != recipe["s"] or _body_hash(data) != recipe["h"]:
                         problems.append(f"{RAW_DIR}/{rname}: bytes do not match the recorded hash")
-            finally:
-                os.close(fd)
         return problems
 
     def close(self) -> None:
@@ -360,6 +434,23 @@ class RawStore:
             for appender in self._appenders.values():
                 appender.close()
             self._appenders.clear()
+
+
+class _ReadFd:
+    """A read descriptor of a pack for one operation (-1 when the pack does not exist yet)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.fd = -1
+
+    def __enter__(self) -> int:
+        if self.path.exists():
+            self.fd = os.open(self.path, os.O_RDONLY)
+        return self.fd
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
 
 
 def read_raw(run_dir: str | Path, path: str) -> bytes:

@@ -43,7 +43,7 @@ def test_conversation_prefixes_are_stored_once(tmp_path):
     stats = store.stats()
     assert stats.bodies == 80
     # prefixes repeat inside a case and system prompt + tools across cases
-    assert stats.stored_bytes < stats.logical_bytes / 8, stats
+    assert stats.stored_bytes < stats.logical_bytes / 10, stats
     for case in (0, 19):
         for turn, body in enumerate(conversation_bodies(case, turns=4)):
             assert store.read(f"raw/Q{case}__m__sql/turn-{turn}.request.json") == body
@@ -71,39 +71,52 @@ def test_metadata_gets_are_kept_apart(tmp_path):
 
 def test_verify_finds_a_tampered_byte(tmp_path):
     store = RawStore(tmp_path)
-    body = conversation_bodies(3)[2]
-    path = store.write("c/req.json", body)
+    paths = [store.write(f"c/{i}.json", body) for i, body in enumerate(conversation_bodies(3))]
     store.close()
     pack = tmp_path / "raw" / "bodies.pack"
     data = bytearray(pack.read_bytes())
-    data[9 + 16 + 1 + 10] ^= 0x01  # inside the first chunk's stored bytes
+    data[40] ^= 0x01  # inside the first record
     pack.write_bytes(bytes(data))
     problems = RawStore(tmp_path, writable=False).verify()
-    assert problems and any("CRC" in p or "digest" in p or "hash" in p for p in problems)
-    with pytest.raises((RunError, KeyError, ValueError)):
-        read_raw(tmp_path, path)
+    assert any("bad record at byte 0" in p for p in problems), problems
+    with pytest.raises(KeyError):
+        read_raw(tmp_path, paths[0])
+    with pytest.raises(RunError, match="damaged"):
+        RawStore(tmp_path)  # never appended to once damaged
 
 
-def test_verify_finds_a_consistently_rewritten_chunk(tmp_path):
-    """Even with a fixed-up CRC, a changed chunk no longer matches its digest or body hash."""
+def _rewrite_first_record(pack, change):
+    """Change the first record and fix up its CRC, as a careful forger would."""
     import struct
     import zlib
 
-    store = RawStore(tmp_path)
-    store.write("c/a.json", b'{"x":"' + b"a" * 300 + b'"}')
-    store.close()
-    pack = tmp_path / "raw" / "bodies.pack"
     data = bytearray(pack.read_bytes())
-    kind, length, _ = struct.unpack_from(">cII", data, 0)
-    assert kind == b"C" and data[9 + 16] == 0 or data[9 + 16] == 2
-    payload = bytearray(data[9:9 + length])
-    payload[16] = 0  # store it raw, with other bytes
-    payload[17:] = b"b" * (length - 17)
-    data[9:9 + length] = payload
-    struct.pack_into(">cII", data, 0, b"C", length, zlib.crc32(bytes(payload)))
+    kind, meta_len, data_len, _ = struct.unpack_from(">cIII", data, 0)
+    body = bytearray(data[13:13 + meta_len + data_len])
+    change(body, meta_len)
+    struct.pack_into(">cIII", data, 0, kind, meta_len, data_len, zlib.crc32(bytes(body)))
+    data[13:13 + meta_len + data_len] = body
     pack.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("where", ["data", "meta"])
+def test_verify_finds_a_consistently_rewritten_record(tmp_path, where):
+    """Even with a fixed-up CRC, changed bytes no longer decode or match the body hash."""
+    store = RawStore(tmp_path)
+    store.write("c/a.json", b'{"x":"' + b"abcdefgh" * 40 + b'"}')
+    store.write("c/b.json", b'{"x":"' + b"abcdefgh" * 40 + b'","y":"other"}')
+    store.close()
+
+    def change(body, meta_len):
+        if where == "data":
+            body[meta_len + 3] ^= 0x20
+        else:
+            at = bytes(body).index(b'"s":')
+            body[at + 4] = ord("9") if body[at + 4] != ord("9") else ord("8")
+
+    _rewrite_first_record(tmp_path / "raw" / "bodies.pack", change)
     problems = RawStore(tmp_path, writable=False).verify()
-    assert any("digest" in p for p in problems) and any("hash" in p for p in problems)
+    assert problems and all("raw/c/" in p for p in problems), problems
 
 
 def test_a_torn_tail_is_ignored_then_cut_off_and_kept(tmp_path):
