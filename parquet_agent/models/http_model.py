@@ -28,6 +28,7 @@ import pydantic
 from parquet_agent.errors import ModelCallError
 from parquet_agent.models.prices import PriceTable
 from parquet_agent.models.protocol import (
+    UNVERIFIED,
     Attempt,
     Cost,
     GenerationSettings,
@@ -112,8 +113,6 @@ class HttpModel:
             return named
         if self.official_endpoint:
             return self.provider
-        from parquet_agent.models.protocol import UNVERIFIED
-
         return UNVERIFIED
 
     def _list_models(self) -> list[str]:

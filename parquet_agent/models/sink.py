@@ -45,8 +45,6 @@ class DirectorySink:
             rel = f"{self.prefix}/{rel}"
         with self._lock:
             rel = self._free_name(rel, data)
-            if rel is None:
-                raise AssertionError("unreachable")
             target = self.root / rel
             if target.exists():  # identical bytes already stored under this name
                 return rel

@@ -165,6 +165,12 @@ class _Handler(BaseHTTPRequestHandler):
     fake: FakeServer
     protocol_version = "HTTP/1.1"
 
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in separate writes; without TCP_NODELAY, Nagle plus the
+        # peer's delayed ACK adds ~40 ms to some replies and would swamp overhead benchmarks.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, *args) -> None:  # keep test output clean
         pass
 
