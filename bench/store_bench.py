@@ -104,14 +104,32 @@ def script(request):
         input_tokens=900, output_tokens=30)
 
 
+def fsync_p50(folder: Path) -> float:
+    import os
+
+    path = folder / "fsync-probe"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    times = []
+    for _ in range(200):
+        t = time.perf_counter()
+        os.write(fd, b"x" * 300)
+        os.fdatasync(fd)
+        times.append((time.perf_counter() - t) * 1000)
+    os.close(fd)
+    path.unlink()
+    return statistics.median(times)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", type=int, default=100)
     ap.add_argument("--keep", type=Path)
+    ap.add_argument("--excerpt-chars", type=int, default=4000,
+                    help="tool result size: 4000 is read_filing's default cap")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="store-bench-"))
     specs = tuple(tool_spec(f) for f in ALL_TOOLS.values())
-    cases = load_cases(args.cases)
+    cases = [(row, excerpt[:args.excerpt_chars], at) for row, excerpt, at in load_cases(args.cases)]
     event_ms: list[float] = []
     with openai_server(script) as server:
         spec = ModelSpec(name="m", provider="openai", model="gpt-x", api_key_env="K",
@@ -166,7 +184,7 @@ def main() -> None:
                              response_path=r3.attempts[-1].response_path))
             emit(j, CaseFinished("complete", answer=r2.reply.text, wall_ms=1.0))
         stats = run.raw.stats()
-        journal_bytes = sum(p.stat().st_size for p in (run.dir / "journal").glob("*.jsonl"))
+        journal_bytes = sum(p.stat().st_size for p in (run.dir / "journal").iterdir())
         report = run.verify()
         run.close()
     n = len(cases)
@@ -185,6 +203,8 @@ def main() -> None:
     print(f"Journal.append: p50 {statistics.median(event_ms):.3f} ms, "
           f"p95 {sorted(event_ms)[int(0.95 * len(event_ms))]:.3f} ms over {len(event_ms)} events")
     print(f"store time per case (writes + events): {per_case_store_ms:.2f} ms")
+    print(f"fdatasync of a 300-byte append on this disk now: p50 {fsync_p50(root):.3f} ms "
+          "(the floor of every durable write)")
     print(f"run folder: {root}")
 
 

@@ -39,11 +39,11 @@ from parquet_agent.store.journal import (
 )
 from parquet_agent.store.manifest import code_hash, compare_frozen, freeze, package_versions
 from parquet_agent.store.records import attempt_from_dict, reply_from_dict
-from parquet_agent.store.run import CaseReplay, Run, VerifyReport
+from parquet_agent.store.run import CaseJournal, CaseReplay, Run, VerifyReport
 from parquet_agent.store.runstore import RunStore
 
 __all__ = [
-    "CaseFailed", "CaseFinished", "CaseReplay", "CaseStarted", "CorpusDrift", "Event", "Journal",
+    "CaseFailed", "CaseFinished", "CaseJournal", "CaseReplay", "CaseStarted", "CorpusDrift", "Event", "Journal",
     "JournalRead", "JudgeAttempt", "Judgment", "ModelAttempt", "ModelTurn", "RawStats",
     "RawStore", "Run", "RunFinished", "RunStarted", "RunStore", "ToolCallEvent", "VerifyReport",
     "attempt_from_dict", "code_hash", "compare_frozen", "freeze", "package_versions",

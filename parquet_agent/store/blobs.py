@@ -19,10 +19,11 @@ appears), each chunk at least `_MIN_CHUNK` bytes. Chunks are numbered 0, 1, ... 
 A record holds one body: its recipe and the chunks no earlier body had, compressed together:
 
     b"B" | meta length u32 | data length u32 | CRC-32 of meta+data u32 | meta JSON | data
-    meta = {"n": name, "s": size, "h": "b2:<BLAKE2b-256 of the body>",
+    meta = {"n": name, "s": size, "h": "<BLAKE2b-128 hex of the body>",
             "c": [chunk numbers of the body in order; [a, b] means a..b],
             "l": [lengths of the new chunks], "z": 0 raw | 2 deflate, "p": previous record of
             the same group (the name's first path segment, i.e. the case) or absent}
+    a name that starts with its group's name is written "/rest" when "p" is present
 
 Deflate gets a preset dictionary: fixed wire fragments plus the last 32 KiB of new data of the
 same case, so text that reappears with other JSON escaping (a tool result inside the next
@@ -91,7 +92,7 @@ def _digest(data: bytes) -> bytes:
 
 
 def _body_hash(data: bytes) -> str:
-    return "b2:" + hashlib.blake2b(data, digest_size=32).hexdigest()
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def split_chunks(data: bytes, min_size: int = _MIN_CHUNK) -> list[bytes]:
@@ -159,6 +160,7 @@ class _Pack:
         self.chunks: list[tuple[int, int, int]] = []  # (record, start, length)
         self.recipes: dict[str, dict] = {}
         self.group_last: dict[str, int] = {}
+        self.group_of: list[str] = []  # per record
         self.by_digest: dict[bytes, int] | None = None  # built on demand (writers)
         self.problems: list[str] = []
         self.good_end = 0  # end of the last whole, valid record
@@ -202,6 +204,8 @@ class _Pack:
 
     def _add(self, meta: dict, data_offset: int, data_length: int) -> int:
         number = len(self.records)
+        if meta["n"].startswith("/") and meta.get("p") is not None:
+            meta["n"] = self.group_of[meta["p"]] + meta["n"]
         lengths = meta.get("l", [])
         self.records.append(_Record(data_offset, data_length, meta.get("z", _CODEC_RAW),
                                     meta.get("p"), sum(lengths)))
@@ -211,6 +215,7 @@ class _Pack:
             start += length
         self.recipes[meta["n"]] = meta
         self.group_last[_group(meta["n"])] = number
+        self.group_of.append(_group(meta["n"]))
         return number
 
     # -- decoding --------------------------------------------------------------------------------
@@ -342,8 +347,10 @@ class RawStore:
                 packed = comp.compress(new_data) + comp.flush()
                 if len(packed) < len(new_data):
                     codec, stored = _CODEC_DEFLATE, packed
-            meta = {"n": stored_name, "s": len(data), "h": body_hash, "c": _compact(numbers),
-                    "l": [len(c) for c in new_chunks], "z": codec}
+            group = _group(stored_name)
+            short = stored_name[len(group):] if prev is not None and "/" in stored_name else None
+            meta = {"n": short or stored_name, "s": len(data), "h": body_hash,
+                    "c": _compact(numbers), "l": [len(c) for c in new_chunks], "z": codec}
             if prev is not None:
                 meta["p"] = prev
             meta_bytes = json.dumps(meta, separators=(",", ":")).encode()

@@ -31,6 +31,7 @@ purpose `health`), `corpus_drift` and `run_finished`.
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
 from dataclasses import asdict, dataclass, field, fields
@@ -38,7 +39,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from parquet_agent.errors import RunError
-from parquet_agent.store.files import DurableAppender, fsync_dir, truncate_torn_tail, utc_now
+from parquet_agent.store.files import (
+    DurableAppender,
+    atomic_write_bytes,
+    fsync_dir,
+    truncate_torn_tail,
+    utc_now,
+)
 
 SCHEMA_VERSION = 1
 RUN_JOURNAL = "_run"  # journal/_run.jsonl; case ids always contain "__", so no clash
@@ -96,7 +103,7 @@ class ToolCallEvent:
     name: str
     arguments: dict[str, Any]
     ok: bool
-    model_text: str  # the exact tool-message content sent back
+    model_text: str | None  # the exact tool-message content sent back (None when offloaded)
     output: Any = None
     error_kind: str | None = None  # closed set of tools' error kinds; "budget" for rejections
     error_message: str | None = None
@@ -106,6 +113,9 @@ class ToolCallEvent:
     timings: dict[str, float] = field(default_factory=dict)  # queue_ms, run_ms, total_ms
     worker_id: str | None = None
     peak_rss_bytes: int | None = None
+    # raw path of {"model_text", "output"} when they were large: `Run.journal` moves them into
+    # the raw store (compressed against the case's requests); `Run.case_events` puts them back
+    offloaded: str | None = None
 
 
 @dataclass(frozen=True)
@@ -231,21 +241,48 @@ def _parse(path: Path, raw: bytes) -> tuple[list[Event], str | None, int]:
     return events, torn, good
 
 
+def sealed_path(path: Path) -> Path:
+    return path.with_name(path.name + ".gz")
+
+
 def read_journal(path: str | Path) -> JournalRead:
-    """Every event of one journal file, skipping (and reporting) a torn last line."""
+    """Every event of one journal (`x.jsonl`, or its sealed `x.jsonl.gz`), skipping (and
+    reporting) a torn last line."""
     path = Path(path)
-    if not path.exists():
+    if path.suffix == ".gz":
+        path = path.with_suffix("")
+    if path.exists():
+        raw = path.read_bytes()
+    elif sealed_path(path).exists():
+        raw = gzip.decompress(sealed_path(path).read_bytes())
+    else:
         return JournalRead((), None, path)
-    events, torn, _ = _parse(path, path.read_bytes())
+    events, torn, _ = _parse(path, raw)
     return JournalRead(tuple(events), torn, path)
 
 
 class Journal:
-    """Appends events to one journal file; thread-safe; repairs a torn tail when opened."""
+    """Appends events to one journal file; thread-safe; repairs a torn tail when opened.
+
+    `seal()` (called by `Run.journal` after `case_finished`) replaces `x.jsonl` by the same
+    lines gzip-compressed in `x.jsonl.gz`: a finished case costs a third of the bytes. Appending
+    to a sealed journal (re-judging) unseals it first. A crash between the two steps leaves both
+    files; the plain one wins.
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._open()
+
+    def _open(self) -> None:
+        sealed = sealed_path(self.path)
+        if sealed.exists():
+            if not self.path.exists():
+                atomic_write_bytes(self.path, gzip.decompress(sealed.read_bytes()))
+            sealed.unlink()
+            fsync_dir(self.path.parent)
         events: list[Event] = []
         if self.path.exists():
             raw = self.path.read_bytes()
@@ -256,8 +293,7 @@ class Journal:
                     f.write(cut + b"\n")
                 fsync_dir(self.path.parent)
         self._seq = events[-1].seq + 1 if events else 0
-        self._lock = threading.Lock()
-        self._out = DurableAppender(self.path)
+        self._out: DurableAppender | None = DurableAppender(self.path)
 
     def append(self, payload: Any) -> Event:
         """Write one event durably and return it as read back would show it."""
@@ -266,6 +302,8 @@ class Journal:
             raise TypeError(f"{type(payload).__name__} is not a journal event payload")
         data = asdict(payload)
         with self._lock:
+            if self._out is None:
+                self._open()  # sealed: unseal to append
             at, seq = utc_now(), self._seq
             record = {"schema_version": SCHEMA_VERSION, "event": event_name, "at": at, "seq": seq}
             record.update(data)
@@ -274,5 +312,21 @@ class Journal:
             self._seq += 1
         return Event(event_name, at, seq, data)
 
+    def seal(self) -> None:
+        """Store the journal gzip-compressed (`.jsonl.gz`) and close it."""
+        with self._lock:
+            if self._out is None:
+                return
+            self._out.close()
+            self._out = None
+            data = self.path.read_bytes()
+            atomic_write_bytes(sealed_path(self.path), gzip.compress(data, 9, mtime=0))
+            # no fsync after the unlink: if it is lost in a crash, both files exist and the
+            # plain one wins, with the same lines
+            self.path.unlink()
+
     def close(self) -> None:
-        self._out.close()
+        with self._lock:
+            if self._out is not None:
+                self._out.close()
+                self._out = None

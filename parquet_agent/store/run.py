@@ -4,7 +4,10 @@ A `Run` comes from `RunStore.create(...)` (writable, manifest frozen) or `RunSto
 (read-only unless `writable=True`). A writable Run holds the folder's writer lock until `close()`.
 
     run.raw                       RawStore: the RawSink for model adapters (`raw/...` paths)
-    run.journal(case_id)          Journal of one case (`run.run_journal()` for run-level events)
+    run.journal(case_id)          CaseJournal of one case (`run.run_journal()` for run-level
+                                  events): `.append(payload) -> Event`; large tool texts go to
+                                  raw/, a finished case's journal is sealed (gzip)
+    run.case_events(case_id)      its events, offloaded texts resolved
     run.check_resume(frozen, config)   ResumeRefusedError naming what changed
     run.completed_cases()         case ids whose journal ends the case (`case_finished`)
     run.replay(case_id)           CaseReplay: saved successful turns in order, tool results by
@@ -21,7 +24,8 @@ A case is done when its journal has `case_finished`; a case with `case_failed` b
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +84,41 @@ class VerifyReport:
         return "run verification failed:\n" + "\n".join(f"- {p}" for p in self.problems)
 
 
+OFFLOAD_CHARS = 1024  # tool texts longer than this go to the raw store
+
+
+class CaseJournal:
+    """The journal of one case as a Run hands it out: `append(payload) -> Event`.
+
+    Beyond `Journal.append`: a `ToolCallEvent` whose `model_text` + `output` exceed
+    `OFFLOAD_CHARS` is stored as a raw body (`<case>/turn-NN.tool-<call>.json`, compressed
+    against the requests that repeat it) and the event keeps its path in `offloaded`; after a
+    `CaseFinished` the journal is sealed (gzip). `Run.case_events` undoes both transparently.
+    """
+
+    def __init__(self, run: Run, case_id: str, journal: Journal):
+        self.run, self.case_id, self.journal = run, case_id, journal
+        self.path = journal.path
+
+    def append(self, payload: Any) -> Event:
+        if isinstance(payload, ToolCallEvent) and payload.offloaded is None:
+            output = json.dumps(payload.output, ensure_ascii=False) if payload.output is not None else ""
+            if len(payload.model_text or "") + len(output) > OFFLOAD_CHARS:
+                body = json.dumps({"schema_version": 1, "model_text": payload.model_text,
+                                   "output": payload.output}, ensure_ascii=False).encode()
+                safe = re.sub(r"[^A-Za-z0-9_.-]", "_", payload.call_id)[:80] or "call"
+                path = self.run.raw.write(f"{self.case_id}/turn-{payload.turn:02d}.tool-{safe}.json",
+                                          body)
+                payload = replace(payload, model_text=None, output=None, offloaded=path)
+        event = self.journal.append(payload)
+        if isinstance(payload, CaseFinished):
+            self.journal.seal()
+        return event
+
+    def close(self) -> None:
+        self.journal.close()
+
+
 def _check_case_id(case_id: str) -> None:
     if not case_id or "/" in case_id or "\\" in case_id or case_id.startswith((".", "_")):
         raise ValueError(f"bad case id {case_id!r}: no slashes, no leading '.' or '_'")
@@ -94,7 +133,7 @@ class Run:
             raise RunError(f"{self.dir}: no such run folder")
         self.writable = writable
         self._lock = WriterLock(self.dir) if writable else None
-        self._journals: dict[str, Journal] = {}
+        self._journals: dict[str, CaseJournal] = {}
         self._manifest: dict[str, Any] | None = None
         self._raw: RawStore | None = None
 
@@ -134,7 +173,7 @@ class Run:
 
     # -- journals -------------------------------------------------------------------------------
 
-    def journal(self, case_id: str) -> Journal:
+    def journal(self, case_id: str) -> CaseJournal:
         """The append-only journal of `case_id` (opened once per Run; thread-safe)."""
         if case_id != RUN_JOURNAL:
             _check_case_id(case_id)
@@ -142,17 +181,21 @@ class Run:
             raise RunError(f"{self.dir}: opened read-only; open it with writable=True to append")
         journal = self._journals.get(case_id)
         if journal is None:
-            journal = self._journals[case_id] = Journal(self.dir / JOURNAL_DIR / f"{case_id}.jsonl")
+            path = self.dir / JOURNAL_DIR / f"{case_id}.jsonl"
+            journal = self._journals[case_id] = CaseJournal(self, case_id, Journal(path))
         return journal
 
-    def run_journal(self) -> Journal:
+    def run_journal(self) -> CaseJournal:
         return self.journal(RUN_JOURNAL)
 
     def journal_paths(self) -> dict[str, Path]:
+        """Case id -> journal file (`.jsonl`, or `.jsonl.gz` once sealed)."""
         folder = self.dir / JOURNAL_DIR
         if not folder.is_dir():
             return {}
-        return {p.name[: -len(".jsonl")]: p for p in sorted(folder.glob("*.jsonl"))}
+        paths = {p.name[: -len(".jsonl.gz")]: p for p in folder.glob("*.jsonl.gz")}
+        paths.update({p.name[: -len(".jsonl")]: p for p in folder.glob("*.jsonl")})
+        return dict(sorted(paths.items()))
 
     def case_ids(self) -> list[str]:
         """Case ids that have a journal, sorted."""
@@ -166,15 +209,27 @@ class Run:
         return [case_id(q, model["name"], s) for q in m["question_ids"]
                 for model in m["config"]["models"] for s in m["config"]["strategies"]]
 
-    def case_events(self, case_id: str) -> tuple[Event, ...]:
-        """Every event of one case, in order (a torn last line skipped)."""
-        return read_journal(self.dir / JOURNAL_DIR / f"{case_id}.jsonl").events
+    def case_events(self, case_id: str, *, resolve: bool = True) -> tuple[Event, ...]:
+        """Every event of one case, in order (a torn last line skipped). With `resolve`,
+        offloaded tool texts are read back from the raw store into `model_text` / `output`."""
+        events = read_journal(self.dir / JOURNAL_DIR / f"{case_id}.jsonl").events
+        if not resolve:
+            return events
+        return tuple(self._resolve(e) for e in events)
+
+    def _resolve(self, event: Event) -> Event:
+        path = event.data.get("offloaded") if event.event == "tool_call" else None
+        if not path:
+            return event
+        stored = json.loads(self.raw.read(path))
+        return replace(event, data=event.data | {"model_text": stored["model_text"],
+                                                 "output": stored["output"]})
 
     def run_events(self) -> tuple[Event, ...]:
         return self.case_events(RUN_JOURNAL)
 
     def all_events(self) -> dict[str, tuple[Event, ...]]:
-        """Events of every journal (the run journal under `_run`)."""
+        """Events of every journal (the run journal under `_run`), offloaded texts unresolved."""
         return {cid: read_journal(path).events for cid, path in self.journal_paths().items()}
 
     def completed_cases(self) -> set[str]:

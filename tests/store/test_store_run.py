@@ -155,9 +155,11 @@ def test_verify_finds_tampering_in_manifest_raw_and_journal(tmp_path):
     run.close()
     manifest = run.dir / "manifest.json"
     manifest.write_text(manifest.read_text().replace('"max_tool_calls": 12', '"max_tool_calls": 99'))
-    journal = run.dir / "journal" / f"{case}.jsonl"
-    lines = journal.read_text().splitlines(keepends=True)
-    journal.write_text("".join(lines[:2] + lines[3:]))  # a whole event removed
+    import gzip
+
+    journal = run.dir / "journal" / f"{case}.jsonl.gz"  # sealed: the case finished
+    lines = gzip.decompress(journal.read_bytes()).splitlines(keepends=True)
+    journal.write_bytes(gzip.compress(b"".join(lines[:2] + lines[3:])))  # an event removed
     report = RunStore(tmp_path).open("r1").verify()
     assert not report.ok
     text = str(report)
@@ -233,3 +235,33 @@ def test_code_hash_follows_source_content_only(tmp_path):
     (pkg / "sub" / "b.py").write_text("y = 3\n")
     assert code_hash(pkg) != first
     assert code_hash().startswith("b2:")
+
+
+def test_large_tool_texts_are_offloaded_and_finished_journals_sealed(tmp_path):
+    run = RunStore(tmp_path).create(make_config(tmp_path), make_frozen(), run_id="r1")
+    case = "Q001__flash__sql"
+    text = json.dumps({"source_id": "s1", "text": "Revenue was $1,577 million. " * 200})
+    j = run.journal(case)
+    j.append(CaseStarted(case_id=case, question_id="Q001", model="flash", strategy="sql"))
+    j.append(ToolCallEvent(turn=1, call_id="call/1", name="read_filing", arguments={}, ok=True,
+                           model_text=text, output={"rows": list(range(10))}))
+    j.append(ToolCallEvent(turn=1, call_id="call_2", name="sql", arguments={}, ok=True,
+                           model_text="short"))
+    on_disk = [json.loads(line) for line in j.path.read_text().splitlines()]
+    assert on_disk[1]["model_text"] is None and on_disk[1]["offloaded"].startswith("raw/Q001")
+    assert on_disk[2]["model_text"] == "short" and on_disk[2]["offloaded"] is None
+    assert run.replay(case).tool_results["call/1"].model_text == text
+    assert run.case_events(case)[1].data["output"] == {"rows": list(range(10))}
+
+    j.append(CaseFinished(status="complete", answer="x"))
+    journal_dir = run.dir / "journal"
+    assert not (journal_dir / f"{case}.jsonl").exists()
+    assert (journal_dir / f"{case}.jsonl.gz").exists()
+    assert run.completed_cases() == {case} and run.cases_df()["status"].tolist() == ["complete"]
+    # re-judging appends to a sealed journal: it is unsealed, appended, seq continuing
+    j.append(Judgment(judge="judge", correctness=10.0, citation_support=None, rationale="r",
+                      scored=True))
+    assert [e.seq for e in run.case_events(case)] == [0, 1, 2, 3, 4]
+    assert (journal_dir / f"{case}.jsonl").exists() and run.verify().ok
+    run.close()
+    assert RunStore(tmp_path).open("r1").replay(case).judgment.correctness == 10.0
