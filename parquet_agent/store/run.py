@@ -124,6 +124,18 @@ def _check_case_id(case_id: str) -> None:
         raise ValueError(f"bad case id {case_id!r}: no slashes, no leading '.' or '_'")
 
 
+def _raw_refs(events: tuple[Event, ...]) -> list[tuple[int, str]]:
+    """(seq, raw path) of every raw file an event refers to."""
+    refs = []
+    for e in events:
+        d = e.data
+        values = [d.get("request_path"), d.get("response_path"), d.get("offloaded")]
+        attempt = d.get("attempt") or {}
+        values += [attempt.get("request_path"), attempt.get("response_path")]
+        refs += [(e.seq, v) for v in values if isinstance(v, str) and v]
+    return refs
+
+
 class Run:
     """A run folder. Construct through `RunStore`; see the module docstring."""
 
@@ -295,12 +307,17 @@ class Run:
                                 "longer matches manifest_hash)")
         reader = RawStore(self.dir, writable=False)
         problems += reader.verify()
+        stored = set(reader.names())
         for cid, path in self.journal_paths().items():
             try:
                 result = read_journal(path)
             except RunError as exc:
                 problems.append(str(exc))
                 continue
+            for seq, ref in _raw_refs(result.events):
+                if ref not in stored:
+                    problems.append(f"{path.name}: event {seq} refers to {ref}, which is not in "
+                                    "the raw store")
             if result.torn:
                 torn.append(f"{path.name}: torn last line (interrupted write), ignored")
             seqs = [e.seq for e in result.events]

@@ -177,3 +177,20 @@ def test_sigkill_mid_write_loses_no_acknowledged_body(tmp_path):
             body = conversation_bodies(case, turns=3)[turn]
             assert store.read(path) == body + b" " * (case * 37 % 5000)
         store.close()
+
+
+def test_concurrent_writers_in_threads(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = RawStore(tmp_path)
+
+    def case(i):
+        return [(store.write(f"Q{i}__m__sql/t{t}", body), body)
+                for t, body in enumerate(conversation_bodies(i, turns=3))]
+
+    with ThreadPoolExecutor(4) as pool:
+        written = [pair for pairs in pool.map(case, range(24)) for pair in pairs]
+    store.close()
+    reader = RawStore(tmp_path, writable=False)
+    assert all(reader.read(path) == body for path, body in written)
+    assert reader.verify() == [] and reader.stats().bodies == 72

@@ -53,6 +53,8 @@ def play_case(run, question="Q001", model="flash", strategy="sql", *, finish=Tru
                                    output=[[1]], cache_hit=True, timings={"total_ms": 2.0}))
     if not finish:
         return case
+    run.raw.write(f"{case}/judge/attempt-1.request.json", b'{"judge":1}')
+    run.raw.write(f"{case}/judge/attempt-1.response.json", b'{"correctness":80}')
     j.append(JudgeAttempt(f"{case}/judge", asdict(make_attempt(f"{case}/judge", purpose="judge",
                                                                 usd=None))))
     j.append(Judgment(judge="judge", correctness=score, citation_support=score,
@@ -151,7 +153,10 @@ def test_verify_finds_tampering_in_manifest_raw_and_journal(tmp_path):
     run = RunStore(tmp_path).create(make_config(tmp_path), make_frozen(), run_id="r1")
     case = play_case(run)
     report = run.verify()
-    assert report.ok and report.bodies_checked == 4, report
+    assert report.ok and report.bodies_checked == 6, report
+    ghost = make_attempt("Q002__flash__sql/turn-01")  # refers to raw files never written
+    run.journal("Q002__flash__sql").append(ModelAttempt(ghost.label, asdict(ghost)))
+    assert "refers to raw/Q002__flash__sql/turn-01/attempt-1.request.json" in str(run.verify())
     run.close()
     manifest = run.dir / "manifest.json"
     manifest.write_text(manifest.read_text().replace('"max_tool_calls": 12', '"max_tool_calls": 99'))
