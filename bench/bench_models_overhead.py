@@ -3,8 +3,9 @@
 For each provider: N sequential calls (a tool call reply, small conversation) through
   (a) the bare official SDK (max_retries=0, plain httpx2 client, nothing recorded), and
   (b) our adapter: recording transport + DirectorySink (fsync per file) + retry loop + pricing,
-interleaved in rounds so drift hits both alike. Prints p50/p90 per call and the marginal
-p50 overhead, plus raw bytes written per call.
+and (c) our adapter with an in-memory sink (no disk), to separate the cost of durable writes,
+interleaved so drift hits all alike. Prints p50/p90 per call, the marginal p50 overhead, and
+raw bytes written per call.
 
     .venv/bin/python bench/bench_models_overhead.py [--calls 200] [--out DIR]
 """
@@ -32,6 +33,11 @@ KEY = "bench-key-0123456789"
 REPLY = FakeReply(tool_calls=(FakeToolCall("sql", {"query": "SELECT 1"}),))
 TOOL = ToolSpec("sql", "Run SQL.", {"type": "object", "properties": {"query": {"type": "string"}}})
 QUESTION = "What was Northwind's revenue in 2024? " * 20
+
+
+class MemorySink:
+    def write(self, name: str, data: bytes) -> str:
+        return name
 
 
 def bare_call(provider: str, url: str):
@@ -66,7 +72,7 @@ def main() -> None:
                "anthropic": (anthropic_server, "", "claude-haiku-4-5"),
                "google": (gemini_server, "", "gemini-2.5-pro")}
     print(f"{'provider':10} {'bare p50':>9} {'ours p50':>9} {'bare p90':>9} {'ours p90':>9} "
-          f"{'overhead p50':>13} {'raw bytes/call':>15}")
+          f"{'overhead p50':>13} {'no-disk p50':>12} {'raw bytes/call':>15}")
     for provider, (factory, suffix, model_id) in servers.items():
         with factory(lambda req: REPLY) as server:
             bare = bare_call(provider, server.url)
@@ -74,7 +80,8 @@ def main() -> None:
                                          api_key_env="K", base_url=server.url + suffix),
                                env={"K": KEY}, retry=RetryPolicy(max_attempts=1))
             sink = DirectorySink(out / provider)
-            t_bare, t_ours = [], []
+            t_bare, t_ours, t_mem = [], [], []
+            mem = MemorySink()
             for _ in range(5):  # warm up connections and imports
                 bare()
                 ours.complete(ModelRequest(messages=(UserMessage(QUESTION),), tools=(TOOL,),
@@ -86,12 +93,16 @@ def main() -> None:
                 ours.complete(ModelRequest(messages=(UserMessage(QUESTION),), tools=(TOOL,),
                                            label=f"c{i:05d}"), sink)
                 t2 = time.perf_counter()
+                ours.complete(ModelRequest(messages=(UserMessage(QUESTION),), tools=(TOOL,),
+                                           label=f"m{i:05d}"), mem)
+                t3 = time.perf_counter()
                 t_bare.append((t1 - t0) * 1000)
                 t_ours.append((t2 - t1) * 1000)
+                t_mem.append((t3 - t2) * 1000)
         size = sum(p.stat().st_size for p in (out / provider).rglob("c*.json"))
         q = lambda xs, p: statistics.quantiles(xs, n=100)[p - 1]  # noqa: E731
         print(f"{provider:10} {q(t_bare, 50):8.2f}ms {q(t_ours, 50):8.2f}ms {q(t_bare, 90):8.2f}ms "
-              f"{q(t_ours, 90):8.2f}ms {q(t_ours, 50) - q(t_bare, 50):12.2f}ms "
+              f"{q(t_ours, 90):8.2f}ms {q(t_ours, 50) - q(t_bare, 50):12.2f}ms {q(t_mem, 50):10.2f}ms "
               f"{size / args.calls:15.0f}")
     print(f"raw files under {out}")
 
