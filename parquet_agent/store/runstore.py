@@ -20,15 +20,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from parquet_agent.errors import RunError
-from parquet_agent.store.frames import LEDGER_COLUMNS
 from parquet_agent.store.files import atomic_write_bytes, fsync_dir, utc_now
 from parquet_agent.store.manifest import build_manifest
 from parquet_agent.store.run import JOURNAL_DIR, MANIFEST, Run
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from parquet_agent.experiment_config import ExperimentConfig
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
@@ -110,6 +109,8 @@ class RunStore:
 
     def list(self) -> pd.DataFrame:
         """One row per run folder: id, name, created, status, planned/finished cases, cost."""
+        import pandas as pd  # imported when a table is asked for: keeps `import store` light
+
         rows = []
         for run_id in self.run_ids():
             run = Run(self.dir / run_id)
@@ -147,6 +148,10 @@ class RunStore:
 
     def ledger(self) -> pd.DataFrame:
         """Every API attempt of every run in this folder (aborted and development runs too)."""
+        import pandas as pd
+
+        from parquet_agent.store.frames import LEDGER_COLUMNS
+
         frames = []
         for run_id in self.run_ids():
             try:
@@ -160,6 +165,8 @@ class RunStore:
 
     def ledger_totals(self) -> pd.DataFrame:
         """Ledger totals per run and category: attempts, known USD, attempts of unknown cost."""
+        import pandas as pd
+
         ledger = self.ledger()
         if ledger.empty:
             return pd.DataFrame(columns=["run_id", "category", "attempts", "cost_usd",
