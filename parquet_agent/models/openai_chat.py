@@ -71,8 +71,12 @@ class OpenAIChatModel(HttpModel):
         if temperature is not None and price is not None and not price.temperature:
             temperature = NOT_SUPPORTED
             notes.append(f"temperature {settings.temperature} not sent: {self.model} takes none")
-        return SentSettings(temperature, settings.reasoning_effort, settings.max_output_tokens,
-                            tuple(notes))
+        effort = settings.reasoning_effort
+        if effort is not None and price is not None and not price.reasoning_effort:
+            effort = NOT_SUPPORTED
+            notes.append(f"reasoning_effort {settings.reasoning_effort!r} not sent: {self.model} "
+                         "takes none")
+        return SentSettings(temperature, effort, settings.max_output_tokens, tuple(notes))
 
     def wire_messages(self, request: ModelRequest) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -122,7 +126,7 @@ class OpenAIChatModel(HttpModel):
             kwargs["tool_choice"] = request.settings.tool_choice
         if isinstance(sent.temperature, (int, float)):
             kwargs["temperature"] = sent.temperature
-        if sent.reasoning_effort:
+        if sent.reasoning_effort and sent.reasoning_effort != NOT_SUPPORTED:
             kwargs["reasoning_effort"] = sent.reasoning_effort
         if self.provider_pin:
             kwargs["extra_body"] = {

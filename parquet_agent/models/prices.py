@@ -42,6 +42,7 @@ class Price:
     cached_input: float | None
     reasoning: float | None
     temperature: bool  # whether the model takes a temperature (False for reasoning-only models)
+    reasoning_effort: bool  # whether it takes a reasoning effort (False for non-reasoning models)
     source: str
 
 
@@ -67,6 +68,7 @@ class PriceTable:
                 cached_input=_opt(e.get("cached_input")),
                 reasoning=_opt(e.get("reasoning")),
                 temperature=bool(e.get("temperature", True)),
+                reasoning_effort=bool(e.get("reasoning_effort", True)),
                 source=e.get("source", ""),
             )
             for model, e in data["models"].items()

@@ -116,3 +116,14 @@ def test_price_table_lookup_and_arithmetic():
     assert cost.usd == pytest.approx(0.6 * 1.00 + 0.4 * 0.10 + 0.9 * 5.00 + 0.1 * 5.00)
     no_cache_price = table.cost(("gemini-2.5-pro",), usage)
     assert "cached tokens priced as input" in no_cache_price.note
+
+
+def test_reasoning_model_gets_effort_but_no_temperature(sink):
+    with openai_server([FakeReply(text="ok")]) as server:
+        model = make_model("openai", server, model="gpt-5.4-mini", temperature=0.2,
+                           reasoning_effort="high")
+        result = model.complete(ask(), sink)
+        body = json.loads(server.model_calls()[0].body)
+    assert body["reasoning_effort"] == "high" and "temperature" not in body
+    (a,) = result.attempts
+    assert a.temperature == "not supported" and a.reasoning_effort == "high"
