@@ -66,7 +66,7 @@ class Tools:
         config = {
             "files": [{"name": f.name, "path": str(p)} for f, p in zip(snapshot.files, snapshot.paths(corpus_dir))],
             "index_path": index_path,
-            "headers_path": headers_path,
+            "headers_path": headers_path if "search_headers" in self._names else None,
             "limits": limits.to_json(),
             "output": output_limits.__dict__,
             "drop_to": list(drop_to) if drop_to else None,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from parquet_agent.corpus.headers import normalize_company, normalize_form
 from parquet_agent.tools.gate import GateRejection, parse_select
+from parquet_agent.tools.lookup import HeaderSearch, RowIndex
 from parquet_agent.tools.render import OutputLimits, bound_rows, jsonable
 from parquet_agent.tools.sandbox import (
     SandboxLimits,
@@ -53,37 +53,23 @@ class JobError(Exception):
 
 @dataclass(frozen=True)
 class Context:
+    """What a child inherits from the fork server (built there once, before any fork)."""
+
     files: dict[str, int]  # corpus file name -> inherited read-only descriptor
-    index_fd: int | None
-    headers_fd: int | None
     limits: SandboxLimits
     output: OutputLimits
     drop_to: tuple[int, int] | None
+    metadata: dict[str, pq.FileMetaData] = field(default_factory=dict)  # parsed footers
+    row_index: RowIndex | None = None
+    header_search: HeaderSearch | None = None
     base: duckdb.DuckDBPyConnection | None = None  # pristine, unlocked; see server.py
 
-    @classmethod
-    def from_json(cls, data: dict, base: duckdb.DuckDBPyConnection | None = None) -> Context:
-        return cls(
-            base=base,
-            files=dict(data["files"]),
-            index_fd=data.get("index_fd"),
-            headers_fd=data.get("headers_fd"),
-            limits=SandboxLimits(**data["limits"]),
-            output=OutputLimits(**data["output"]),
-            drop_to=tuple(data["drop_to"]) if data.get("drop_to") else None,
-        )
-
     def fd_names(self) -> dict[int, str]:
-        names = {fd: name for name, fd in self.files.items()}
-        if self.index_fd is not None:
-            names[self.index_fd] = "_index/index.parquet"
-        if self.headers_fd is not None:
-            names[self.headers_fd] = "_index/headers.parquet"
-        return names
+        return {fd: name for name, fd in self.files.items()}
 
 
 def run_child(job: dict, result_fd: int, ctx: Context) -> None:  # pragma: no cover - in a child
-    keep = {result_fd, *ctx.files.values()} | {fd for fd in (ctx.index_fd, ctx.headers_fd) if fd}
+    keep = {result_fd, *ctx.files.values()}
     try:
         harden(keep, ctx.limits, ctx.drop_to)
         watchdog = Watchdog(ctx.limits)
@@ -203,36 +189,35 @@ def _sql(query: str, file_stem: str | None, ctx: Context, watchdog: Watchdog) ->
 
 
 def _locate_row(file_stem: str, columns: list[str] | None, ctx: Context) -> pa.Table:
-    """The one source row of `file_stem`, read with pyarrow (no DuckDB file access needed).
+    """The one source row of `file_stem`, read with pyarrow (the agent's DuckDB reads no file).
 
-    With the sidecar index: one lookup in `index.parquet`, then one row group of one corpus
-    file. Without it: min/max statistics on the sorted `file_stem` column prune the row groups
-    of each corpus file, as DuckDB's own pruning would. Either way only one row group's
-    Markdown is decompressed.
+    With the sidecar index: a binary search in the server-built `RowIndex`, then one row group
+    of one corpus file. Without it: min/max statistics on the sorted `file_stem` column prune
+    the row groups, as DuckDB's own pruning would. Either way only one row group's Markdown is
+    decompressed. Files are opened through /proc/self/fd paths (a new open file description,
+    so concurrent workers never share a file offset).
     """
-    if ctx.index_fd is not None:
-        index = _parquet(ctx.index_fd)
-        found = _find(index, file_stem)
+    if ctx.row_index is not None:
+        found = ctx.row_index.locate(file_stem)
         if found is None:
             raise JobError("not_found", _not_found(file_stem))
-        entry = index.read_row_group(found[0], columns=["file", "row_group", "row_in_group"], use_threads=False)
-        file, group, row_in_group = (entry.column(i)[found[1]].as_py() for i in range(3))
+        file, group, row_in_group = found
         if file not in ctx.files:
             raise JobError("not_found", f"the index points {file_stem!r} at {file!r}, which is not in this snapshot; rebuild the index")
-        row = _parquet(ctx.files[file]).read_row_group(group, columns=columns, use_threads=False).slice(row_in_group, 1)
+        row = _parquet(file, ctx).read_row_group(group, columns=columns, use_threads=False).slice(row_in_group, 1)
         if row.num_rows != 1 or row.column("file_stem")[0].as_py() != file_stem:
             raise JobError("not_found", f"the index entry for {file_stem!r} is stale; rebuild the index")
         return row
-    for fd in ctx.files.values():
-        handle = _parquet(fd)
+    for file in ctx.files:
+        handle = _parquet(file, ctx)
         found = _find(handle, file_stem)
         if found is not None:
             return handle.read_row_group(found[0], columns=columns, use_threads=False).slice(found[1], 1)
     raise JobError("not_found", _not_found(file_stem))
 
 
-def _parquet(fd: int) -> pq.ParquetFile:
-    return pq.ParquetFile(os.fdopen(os.dup(fd), "rb"))
+def _parquet(file: str, ctx: Context) -> pq.ParquetFile:
+    return pq.ParquetFile(fd_path(ctx.files[file]), metadata=ctx.metadata.get(file))
 
 
 def _find(handle: pq.ParquetFile, file_stem: str) -> tuple[int, int] | None:
@@ -325,66 +310,20 @@ def _windows(text: str, base: dict, start: int, max_chars: int, pattern: str) ->
     return out, truncated
 
 
-_HEADER_COLUMNS = ("file_stem", "company", "form_type", "period", "filing_date", "cik", "file")
-_DATE_PREFIX = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
-
-
-def header_conditions(query: str) -> tuple[str, list]:
-    """SQL condition and parameters for a header search: every word must match some field.
-
-    A word matches the normalised company name (substring), the form type, the CIK (digits,
-    any zero padding), a period or filing date prefix (YYYY, YYYY-MM, YYYY-MM-DD) or a file_stem.
-    Words that are only legal suffixes ("Inc.", "Corp") are ignored, as in the index.
-    """
-    where, params = [], []
-    for term in query.split()[:8]:
-        norm = normalize_company(term)
-        is_date = bool(_DATE_PREFIX.match(term))
-        if norm is None and not term.isdigit() and not is_date:
-            continue  # "Inc.", "&": no information (suffixes are dropped from company_norm too)
-        options, values = ["file_stem = ?"], [term]
-        if norm:
-            options.append("contains(company_norm, ?)")
-            values.append(norm)
-        form = normalize_form(term)
-        if form:
-            options.append("form_type = ?")
-            values.append(form)
-        if term.isdigit() and len(term) <= 18:
-            options.append("cik_int = ?")
-            values.append(int(term))
-        if is_date:
-            options.append("starts_with(period, ?) OR starts_with(filing_date, ?)")
-            values += [term, term]
-        where.append("(" + " OR ".join(options) + ")")
-        params += values
-    return " AND ".join(where) or "TRUE", params
-
-
 def _search_headers(ctx: Context, watchdog: Watchdog, query: str, page: int, page_size: int) -> tuple[Any, Any]:
-    if ctx.headers_fd is None:
+    if ctx.header_search is None:
         raise JobError(
             "not_found",
             "this corpus has no header index (_index/headers.parquet), so search_headers is "
             "unavailable; use sql over `filings` (e.g. contains(parsed_md, 'Name') on a narrowed "
             "set of rows), or ask the operator to run `parquet-agent corpus index DIR`.",
         )
-    headers = fd_path(ctx.headers_fd)
-    con = connect_locked([headers], {}, ctx.limits, ctx.base)
-    watchdog.watch(con)
-    condition, params = header_conditions(query)
-    source = f"read_parquet('{headers}')"
-    (total,) = con.execute(f"SELECT count(*) FROM {source} WHERE {condition}", params).fetchone()
-    cols = ", ".join(_HEADER_COLUMNS)
-    rows = con.execute(
-        f"SELECT {cols} FROM {source} WHERE {condition} ORDER BY file_stem LIMIT ? OFFSET ?",
-        [*params, page_size, (page - 1) * page_size],
-    ).fetchall()
+    total, rows = ctx.header_search.search(query, page, page_size)
     return _page(query, page, page_size, total, rows)
 
 
 def _page(query: str, page: int, page_size: int, total: int, rows: list) -> tuple[Any, Any]:
-    results = [dict(zip(_HEADER_COLUMNS, (jsonable(v) for v in row))) for row in rows]
+    results = [{k: jsonable(v) for k, v in row.items()} for row in rows]
     pages = (total + page_size - 1) // page_size
     output = {
         "query": query,

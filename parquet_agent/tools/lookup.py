@@ -1,0 +1,147 @@
+"""In-memory lookup structures the fork server builds once, before any child is forked.
+
+Why: a child is forked per call, so anything it must load per call costs every call. At full
+scale (638,067 rows) reading the index and scanning the header table per call took 40-80 ms;
+built once in the server and inherited copy-on-write by every child, a lookup is a binary
+search and a header-search page is a few boolean-mask operations over the rows.
+Everything here is built from our own sidecar files by trusted code; the untrusted query only
+ever becomes dictionary keys and binary-search probes, never code, SQL or a regular expression.
+
+- `RowIndex`: `file_stem -> (file, row_group, row_in_group)` from `_index/index.parquet`.
+- `HeaderSearch`: every query word must match some field: a prefix of a word of the company
+  name (as normalised by the index builder, so "Inc."/"Corp" carry no weight), the form type,
+  the CIK (any zero padding), a period or filing-date prefix (YYYY, YYYY-MM, YYYY-MM-DD) or a
+  file_stem. Results come in file_stem order with the total count.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from parquet_agent.corpus.headers import normalize_company, normalize_form
+
+MAX_TERMS = 8
+_DATE_PREFIX = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
+DISPLAY_COLUMNS = ("file_stem", "company", "form_type", "period", "filing_date", "cik", "file")
+HEADER_COLUMNS = (*DISPLAY_COLUMNS, "company_norm", "cik_int")
+INDEX_COLUMNS = ("file_stem", "file", "row_group", "row_in_group")
+_TOP = "\U0010ffff"
+
+
+def _bisect(values: pa.Array, key: str, *, right: bool = False) -> int:
+    """Binary search over a sorted Arrow string array (no copy of the column into Python)."""
+    lo, hi = 0, len(values)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        v = values[mid].as_py() or ""
+        if v < key or (right and v == key):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+class RowIndex:
+    def __init__(self, table: pa.Table):
+        table = _sorted_by_stem(table.select(list(INDEX_COLUMNS)))
+        files = table.column("file").combine_chunks().dictionary_encode()
+        self._stems = table.column("file_stem").combine_chunks()
+        self._files = files.dictionary.to_pylist()
+        self._codes = files.indices.to_numpy(zero_copy_only=False)
+        self._groups = table.column("row_group").to_numpy()
+        self._rows = table.column("row_in_group").to_numpy()
+
+    def locate(self, file_stem: str) -> tuple[str, int, int] | None:
+        i = _bisect(self._stems, file_stem)
+        if i == len(self._stems) or self._stems[i].as_py() != file_stem:
+            return None
+        return self._files[self._codes[i]], int(self._groups[i]), int(self._rows[i])
+
+
+def _sorted_by_stem(table: pa.Table) -> pa.Table:
+    # The index builder writes both sidecars sorted by file_stem; sort (a full copy) only if not.
+    stems = table.column("file_stem")
+    if len(stems) < 2 or pc.all(pc.greater_equal(stems[1:], stems[:-1])).as_py():
+        return table
+    return table.sort_by([("file_stem", "ascending")])
+
+
+class HeaderSearch:
+    def __init__(self, table: pa.Table):
+        table = _sorted_by_stem(table.select(list(HEADER_COLUMNS)))
+        self.rows = table.num_rows
+        display = table.select(list(DISPLAY_COLUMNS))
+        # Repeated values (file names, forms) as dictionaries: less memory held by the server.
+        for name in ("file", "form_type"):
+            i = display.schema.get_field_index(name)
+            display = display.set_column(i, name, display.column(name).dictionary_encode())
+        self._display = display
+        self._stems = table.column("file_stem").combine_chunks()
+        # Inverted index over company words, with postings laid out in alphabetical word order
+        # so that all words sharing a prefix are one contiguous slice.
+        lists = pc.split_pattern(pc.fill_null(table.column("company_norm").combine_chunks(), ""), " ")
+        words = pc.list_flatten(lists).dictionary_encode()
+        rank = np.empty(len(words.dictionary), np.int64)
+        rank[pc.array_sort_indices(words.dictionary).to_numpy()] = np.arange(len(words.dictionary))
+        word_rank = rank[words.indices.to_numpy()]
+        parents = pc.list_parent_indices(lists).to_numpy()
+        order = np.lexsort((parents, word_rank))
+        self._postings = parents[order].astype(np.int32)
+        self._word_starts = np.searchsorted(word_rank[order], np.arange(len(rank) + 1))
+        self._words = words.dictionary.take(pc.array_sort_indices(words.dictionary))
+        forms = table.column("form_type").combine_chunks().dictionary_encode()
+        self._form_codes = forms.indices.to_numpy(zero_copy_only=False)
+        self._form_of = {f: i for i, f in enumerate(forms.dictionary.to_pylist())}
+        self._ciks = pc.fill_null(table.column("cik_int"), -1).to_numpy()
+        self._dates = []
+        for name in ("period", "filing_date"):
+            column = pc.fill_null(table.column(name).combine_chunks(), "")
+            order = pc.array_sort_indices(column)
+            self._dates.append((column.take(order), order.to_numpy().astype(np.int32)))
+
+    def _term_mask(self, term: str) -> np.ndarray | None:
+        """Rows matching one query word in any field; None when the word carries no information."""
+        norm = normalize_company(term)
+        is_date = bool(_DATE_PREFIX.match(term))
+        if norm is None and not term.isdigit() and not is_date:
+            return None  # "Inc.", "&": legal suffixes are dropped from company_norm as well
+        mask = np.zeros(self.rows, dtype=bool)
+        if norm:
+            company = None
+            for word in norm.split()[:MAX_TERMS]:  # "A&B" -> "a and b": every word, as a prefix
+                lo, hi = _bisect(self._words, word), _bisect(self._words, word + _TOP)
+                hit = np.zeros(self.rows, dtype=bool)
+                hit[self._postings[self._word_starts[lo] : self._word_starts[hi]]] = True
+                company = hit if company is None else company & hit
+            mask |= company
+        form = normalize_form(term)
+        if form in self._form_of:
+            mask |= self._form_codes == self._form_of[form]
+        if term.isdigit() and len(term) <= 18:
+            mask |= self._ciks == int(term)
+        if is_date:
+            for values, order in self._dates:
+                mask[order[_bisect(values, term) : _bisect(values, term + _TOP)]] = True
+        lo, hi = _bisect(self._stems, term), _bisect(self._stems, term, right=True)
+        mask[lo:hi] = True
+        return mask
+
+    def search(self, query: str, page: int, page_size: int) -> tuple[int, list[dict]]:
+        """(total matches, the page's rows as dicts)."""
+        matched = None
+        for term in query.split()[:MAX_TERMS]:
+            mask = self._term_mask(term)
+            if mask is not None:
+                matched = mask if matched is None else matched & mask
+        if matched is None:
+            total, rows = self.rows, np.arange((page - 1) * page_size, min(self.rows, page * page_size))
+        else:
+            ids = np.flatnonzero(matched)
+            total, rows = len(ids), ids[(page - 1) * page_size : page * page_size]
+        if len(rows) == 0:
+            return int(total), []
+        return int(total), self._display.take(pa.array(rows, pa.int64())).to_pylist()
