@@ -20,8 +20,9 @@ submissions; otherwise one built from the facts found, leaving out what is unkno
 blank line and the filing's Markdown. Two files resolving to the same `file_stem` are the same
 filing: the more complete format is kept (SGML, then iXBRL, HTML, PDF text, item JSON).
 
-Memory: every converted filing is held until written (about 2x the Markdown size: ~200 MB for the
-200 real filings). Parallel conversion with `jobs > 1` uses a process pool.
+Memory: every converted filing is held (as UTF-8 bytes) until written; measured peak RSS on the
+200 real filings (97 MB of source) is in docs/real-filings.md. Parallel conversion with `jobs > 1`
+uses a process pool.
 """
 
 from __future__ import annotations
@@ -230,13 +231,46 @@ def import_corpus(
          crawler.get(p.name) if kind == "html" else fb.get(p.stem) if kind == "pdf_text" else None)
         for p, rel, kind in candidates
     ]
-    if jobs > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            results = list(pool.map(_convert, tasks, chunksize=4))
-    else:
-        results = [_convert(t) for t in tasks]
+    pool = ProcessPoolExecutor(max_workers=jobs) if jobs > 1 and len(tasks) > 1 else None
+    # consumed one by one, so only the compact UTF-8 rows pile up, not every Converted
+    results = pool.map(_convert, tasks, chunksize=2) if pool else map(_convert, tasks)
+    try:
+        rows = _collect(results, candidates, skipped)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
 
-    rows: dict[str, tuple[ImportedFile, str, bool, str]] = {}
+    imported = tuple(sorted((e[0] for e in rows.values()), key=lambda r: r.file_stem))
+    parquet_files = _write(out, list(rows.values()))
+    rows.clear()  # let the Markdown go before the index build reads it back
+    index_built = _build_index(out) if index and imported else False
+    skipped.sort(key=lambda s: s.source)
+    origin = {
+        "importer_version": IMPORTER_VERSION,
+        "source_folder": str(src.resolve()),
+        "metadata_files": metadata_files,
+        "imported": [r.to_json() for r in imported],
+        "skipped": [asdict(s) for s in skipped],
+    }
+    from parquet_agent.corpus.manifest import write_corpus_manifest
+
+    if imported:
+        write_corpus_manifest(out, origin=origin, kind="imported")
+    return ImportResult(
+        out=out,
+        imported=imported,
+        skipped=tuple(skipped),
+        metadata_files=tuple(metadata_files),
+        parquet_files=tuple(parquet_files),
+        index_built=index_built,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _collect(results, candidates, skipped: list[Skipped]) -> dict[str, tuple]:
+    """Resolve each converted filing into (record, UTF-8 parsed_md, has_ocr, source_format) by
+    file_stem, keeping the more complete of two files of one filing."""
+    rows: dict[str, tuple[ImportedFile, bytes, bool, str]] = {}
     for (conv, digest, size), (_, rel, _) in zip(results, candidates):
         if isinstance(conv, Skipped):
             skipped.append(conv)
@@ -259,7 +293,8 @@ def import_corpus(
             facts={k: {"value": f.value, "source": f.source} for k, f in conv.facts.items()},
             notes=res.notes,
         )
-        entry = (record, parsed_md, conv.has_ocr, conv.source_format)
+        # held as UTF-8 bytes: a str with one non-ASCII character costs 2-4 bytes per character
+        entry = (record, parsed_md.encode("utf-8"), conv.has_ocr, conv.source_format)
         other = rows.get(res.file_stem)
         if other is None:
             rows[res.file_stem] = entry
@@ -269,33 +304,10 @@ def import_corpus(
         skipped.append(Skipped(b[0].source, f"same filing as {a[0].source} (file_stem "
                                f"{res.file_stem}); kept the {a[0].reader} version"))
 
-    parquet_files = _write(out, list(rows.values()))
-    index_built = _build_index(out) if index and rows else False
-    imported = tuple(sorted((e[0] for e in rows.values()), key=lambda r: r.file_stem))
-    skipped.sort(key=lambda s: s.source)
-    origin = {
-        "importer_version": IMPORTER_VERSION,
-        "source_folder": str(src.resolve()),
-        "metadata_files": metadata_files,
-        "imported": [r.to_json() for r in imported],
-        "skipped": [asdict(s) for s in skipped],
-    }
-    from parquet_agent.corpus.manifest import write_corpus_manifest
-
-    if rows:
-        write_corpus_manifest(out, origin=origin, kind="imported")
-    return ImportResult(
-        out=out,
-        imported=imported,
-        skipped=tuple(skipped),
-        metadata_files=tuple(metadata_files),
-        parquet_files=tuple(parquet_files),
-        index_built=index_built,
-        seconds=time.perf_counter() - started,
-    )
+    return rows
 
 
-def _write(out: Path, entries: list[tuple[ImportedFile, str, bool, str]]) -> list[str]:
+def _write(out: Path, entries: list[tuple[ImportedFile, bytes, bool, str]]) -> list[str]:
     by_year: dict[str, list] = {}
     for e in entries:
         by_year.setdefault(str(e[0].year) if e[0].year else "undated", []).append(e)
@@ -308,7 +320,7 @@ def _write(out: Path, entries: list[tuple[ImportedFile, str, bool, str]]) -> lis
                 "file_stem": [e[0].file_stem for e in group],
                 "year": [e[0].year for e in group],
                 "month": [e[0].month for e in group],
-                "parsed_md": [e[1] for e in group],
+                "parsed_md": pa.array([e[1] for e in group], pa.binary()).cast(pa.string()),
                 "char_count": [e[0].char_count for e in group],
                 "md5": [e[0].md5 for e in group],
                 "has_ocr": [e[2] for e in group],
