@@ -66,18 +66,18 @@ class GeminiModel(HttpModel):
     def wire_contents(self, request: ModelRequest) -> tuple[str | None, list[types.Content]]:
         system = [m.text for m in request.messages if isinstance(m, SystemMessage)]
         out: list[types.Content] = []
-        names = {}
+        wire_ids: set[str] = set()  # call ids the API itself gave (echoed in functionResponse.id)
         for m in request.messages:
             if isinstance(m, SystemMessage):
                 continue
             if isinstance(m, UserMessage):
                 out.append(types.Content(role="user", parts=[types.Part(text=m.text)]))
             elif isinstance(m, AssistantMessage):
-                for c in m.tool_calls:
-                    names[c.id] = c.name
                 kept = (m.provider_data or {}).get("google", {}).get("parts")
                 if kept is not None:
                     parts = [types.Part.model_validate(p) for p in kept]
+                    wire_ids.update(p.function_call.id for p in parts
+                                    if p.function_call is not None and p.function_call.id)
                 else:
                     parts = ([types.Part(text=m.text)] if m.text else []) + [
                         types.Part(function_call=types.FunctionCall(name=c.name, args=c.arguments))
@@ -86,7 +86,8 @@ class GeminiModel(HttpModel):
                 out.append(types.Content(role="model", parts=parts))
             elif isinstance(m, ToolMessage):
                 part = types.Part(function_response=types.FunctionResponse(
-                    name=m.name, response={"output": m.content}))
+                    name=m.name, response={"output": m.content},
+                    id=m.call_id if m.call_id in wire_ids else None))
                 prev = out[-1] if out else None
                 if prev is not None and prev.role == "user" and prev.parts and all(
                         p.function_response is not None for p in prev.parts):

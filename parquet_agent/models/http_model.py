@@ -183,11 +183,10 @@ class HttpModel:
             wait_s = self.retry.delay(number, failure.retry_after_s, self._rng)
             self._sleep(wait_s)
         assert failure is not None
-        what = "failed and is not retryable" if not failure.retryable else "failed"
+        what = "failed (not retryable)" if not failure.retryable else "failed"
         raise ModelCallError(
-            f"model {self.name!r} ({self.provider} {self.model}): attempt {len(attempts)} {what} "
-            f"after {len(attempts)} attempt(s): {failure.message}. "
-            + _advice(failure),
+            f"model {self.name!r} ({self.provider} {self.model}) {what} after "
+            f"{len(attempts)} attempt(s); last error: {failure.message}. " + _advice(failure),
             tuple(attempts),
             retryable=failure.retryable,
         )

@@ -37,17 +37,21 @@ class DirectorySink:
     def __init__(self, root: Path, prefix: str = "raw"):
         self.root = Path(root)
         self.prefix = safe_name(prefix) if prefix else ""
-        self._lock = threading.Lock()  # name allocation only; the write itself is per file
+        # Only name allocation is serialised; concurrent writers fsync in parallel.
+        self._lock = threading.Lock()
+        self._pending: set[str] = set()
 
     def write(self, name: str, data: bytes) -> str:
         rel = safe_name(name)
         if self.prefix:
             rel = f"{self.prefix}/{rel}"
         with self._lock:
-            rel = self._free_name(rel, data)
-            target = self.root / rel
-            if target.exists():  # identical bytes already stored under this name
+            rel, exists = self._allocate(rel, data)
+            if exists:  # identical bytes already stored under this name
                 return rel
+            self._pending.add(rel)
+        try:
+            target = self.root / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             with open(tmp, "wb") as fh:
@@ -56,17 +60,21 @@ class DirectorySink:
                 os.fsync(fh.fileno())
             os.replace(tmp, target)
             _fsync_dir(target.parent)
+        finally:
+            with self._lock:
+                self._pending.discard(rel)
         return rel
 
-    def _free_name(self, rel: str, data: bytes) -> str:
-        stem, dot, ext = rel.rpartition(".") if "." in rel.rsplit("/", 1)[-1] else (rel, "", "")
+    def _allocate(self, rel: str, data: bytes) -> tuple[str, bool]:
+        last = rel.rsplit("/", 1)[-1]
+        stem, dot, ext = rel.rpartition(".") if "." in last else (rel, "", "")
         candidate, n = rel, 1
-        while (self.root / candidate).exists():
-            if (self.root / candidate).read_bytes() == data:
-                return candidate
+        while candidate in self._pending or (self.root / candidate).exists():
+            if candidate not in self._pending and (self.root / candidate).read_bytes() == data:
+                return candidate, True
             n += 1
             candidate = f"{stem}~{n}{dot}{ext}" if dot else f"{rel}~{n}"
-        return candidate
+        return candidate, False
 
 
 def _fsync_dir(path: Path) -> None:

@@ -100,3 +100,25 @@ def test_request_settings_override_configured_defaults(server_for, provider, sin
         result = model.complete(req, sink)
     expected = "not supported" if provider == "anthropic" else 0.1
     assert result.attempts[0].temperature == expected
+
+
+def test_gemini_echoes_wire_call_ids_only(sink):
+    from conftest import make_model as mk
+
+    from parquet_agent.models.fakes import gemini_server
+
+    script = [FakeReply(tool_calls=(FakeToolCall("sql", {"query": "a"}, id="fc-7"),
+                                    FakeToolCall("sql", {"query": "b"}))),
+              FakeReply(text="done")]
+    with gemini_server(script) as server:
+        model = mk("google", server)
+        r1 = model.complete(ask(), sink)
+        c1, c2 = r1.reply.tool_calls
+        assert c1.id == "fc-7" and c2.id == "sql-1"  # no id on the wire: a local one
+        msgs = ask().messages + (r1.reply.message, ToolMessage(c1.id, "sql", "1"),
+                                 ToolMessage(c2.id, "sql", "2"))
+        model.complete(ModelRequest(messages=msgs, label="t2"), sink)
+        body = json.loads(server.model_calls()[1].body)
+    (resp_turn,) = [c for c in body["contents"] if c["role"] == "user"][1:]
+    ids = [p["functionResponse"].get("id") for p in resp_turn["parts"]]
+    assert ids == ["fc-7", None]  # both results in one turn, only the API's id echoed
