@@ -159,9 +159,9 @@ def test_company_counts_match_sql_over_the_markdown(sample, con):
 
 
 def test_same_seed_same_bytes_in_process_and_in_workers(tmp_path):
-    a = build_corpus(tmp_path / "a", rows=600, seed=3, jobs=1)
-    b = build_corpus(tmp_path / "b", rows=600, seed=3, jobs=2)
-    c = build_corpus(tmp_path / "c", rows=600, seed=4, jobs=1)
+    a = build_corpus(tmp_path / "a", rows=300, seed=3, jobs=1)
+    b = build_corpus(tmp_path / "b", rows=300, seed=3, jobs=2)
+    c = build_corpus(tmp_path / "c", rows=300, seed=4, jobs=1)
     for name in [f.name for f in a.files] + ["questions.jsonl"]:
         assert (a.out / name).read_bytes() == (b.out / name).read_bytes(), name
     assert (a.out / "questions.jsonl").read_bytes() != (c.out / "questions.jsonl").read_bytes()
@@ -177,3 +177,35 @@ def test_refuses_tiny_corpora_and_foreign_files(tmp_path):
     (tmp_path / "y" / "other.parquet").write_bytes(b"")
     with pytest.raises(UsageError, match="other.parquet"):
         build_corpus(tmp_path / "y", rows=600)
+
+
+def _row(md: str, label: str, after: str) -> list[int]:
+    """The numbers of the first table row `| label | ... |` after the heading `after`."""
+    tail = md[md.index(after):]
+    line = re.search(rf"^\| {re.escape(label)} \|(.*)\|$", tail, re.M).group(1)
+    return [int(v.strip().replace(",", "").replace("(", "-").rstrip(")")) for v in line.split("|")]
+
+
+def test_financials_agree_within_and_across_filings(con):
+    """Quarters add up to the year in a 10-K; a 10-Q's balance-sheet comparison column equals the
+    10-K's year-end column (the prior filing), for the same company."""
+    rows = con.execute(
+        "SELECT ltrim(accession, '0') AS cik, file_stem, parsed_md, month FROM corpus WHERE NOT has_ocr AND "
+        "(regexp_matches(parsed_md, 'FORM 10-K[^/]') OR regexp_matches(parsed_md, 'FORM 10-Q[^/]')) ORDER BY file_stem"
+    ).fetchall()
+    annual = {cik: md for cik, _, md, _ in rows if re.search(r"FORM 10-K[^/]", md)}
+    checked_sum = checked_cross = 0
+    for cik, stem, md, _ in rows:
+        if md is annual.get(cik):
+            quarters = _row(md, "Total revenue", "Quarterly Results")
+            year = _row(md, "Total revenue", "Statements of Operations")[0]
+            assert sum(quarters) == year, stem
+            checked_sum += 1
+        elif cik in annual and "FORM 10-Q" in md:
+            ten_k = annual[cik]
+            year_end = re.search(r"^\| \(in thousands\) \| ([A-Z][a-z]+ \d+, \d{4}) \|", ten_k[ten_k.index("Consolidated Balance Sheets"):], re.M).group(1)
+            q_head = re.search(r"^\| \(in thousands\) \| [^|]+ \| ([^|]+) \|", md[md.index("Balance Sheets"):], re.M).group(1).strip()
+            if q_head == year_end:  # the 10-Q compares with the fiscal year this 10-K closed
+                assert _row(md, "Total assets", "Balance Sheets")[1] == _row(ten_k, "Total assets", "Balance Sheets")[0], stem
+                checked_cross += 1
+    assert checked_sum >= 10 and checked_cross >= 3

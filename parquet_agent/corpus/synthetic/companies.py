@@ -260,7 +260,7 @@ def financials(seed: int, company: Company) -> Financials:
             gw = int(assets * 0.15)
             total = cur + ppe + gw + int(assets * 0.1)
             cl = int(cur * rng.uniform(0.4, 0.8))
-            ltd = int(debt)
+            ltd = int(debt * (1 + 0.03 * t))  # drawn down over time: each year-end differs
             tl = cl + ltd + int(assets * 0.05)
             balance[(fy, q)] = dict(zip(BALANCE_LINES, (cash, rec, inv, cur, ppe, gw, total, cl, ltd, tl, total - tl)))
             assets *= 1 + growth

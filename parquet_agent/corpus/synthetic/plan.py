@@ -41,6 +41,10 @@ MEDIAN_CHARS = {"10-K": 240_000, "10-Q": 95_000, "20-F": 280_000, "8-K": 9_000, 
                 "4": 4_000, "3": 3_500, "SC 13G": 11_000, "SC 13G/A": 9_000, "424B2": 45_000,
                 "6-K": 14_000, "DEF 14A": 140_000, "S-8": 22_000, "13F-HR": 28_000, "S-1": 380_000,
                 "S-3": 70_000, "10-K/A": 30_000, "10-Q/A": 25_000, "11-K": 38_000, "NT 10-K": 3_500}
+# Per-month size factors calibrated so that each monthly file has about the reference corpus's
+# Parquet bytes per row (measured on a 1/10 build, see docs/benchmarks.md): the filing mix by
+# itself puts too much in March (10-K season) and too little in April.
+MONTH_SIZE_FACTOR = (1.30, 1.13, 0.82, 1.70, 1.07, 0.86)
 DUPLICATE_SHARE = 0.012
 OCR_SHARE = 0.025
 EMPTY_SHARE = 0.004
@@ -125,8 +129,8 @@ def _periodic(companies, rng) -> list[tuple[int, str, dt.date, tuple[int, int]]]
     return out
 
 
-def _size(rng, form: str, n: int = 1) -> np.ndarray:
-    return (MEDIAN_CHARS[form] * rng.lognormal(0.0, 0.75, size=n)).astype(np.int64) + 400
+def _size(rng, form: str, month: int) -> int:
+    return int(MEDIAN_CHARS[form] * MONTH_SIZE_FACTOR[month - 1] * rng.lognormal(0.0, 0.75)) + 400
 
 
 def plan_corpus(seed: int, rows: int) -> CorpusPlan:
@@ -155,7 +159,7 @@ def plan_corpus(seed: int, rows: int) -> CorpusPlan:
             keep = sorted(rng.choice(len(per), size=cap, replace=False).tolist())
             per = [per[i] for i in keep]
         for c, form, filed, period in per:
-            rows_m.append([c, form, filed, period, int(_size(rng, form)[0]), rng.random() < 0.01, False])
+            rows_m.append([c, form, filed, period, _size(rng, form, month), rng.random() < 0.01, False])
         n_dup = int(round(budget * DUPLICATE_SHARE)) if budget >= 50 else 0
         n_fill = budget - len(rows_m) - n_dup
         forms = rng.choice(len(FILLER_FORMS), size=n_fill, p=weights)
@@ -173,7 +177,7 @@ def plan_corpus(seed: int, rows: int) -> CorpusPlan:
             empty = u_empty < EMPTY_SHARE / 0.9
             ocr = (not empty) and u_ocr < OCR_SHARE / 0.9
             period = (2024, 4) if form == "20-F" else None
-            rows_m.append([c, form, dt.date(YEAR, month, d), period, int(_size(rng, form)[0]), ocr, empty])
+            rows_m.append([c, form, dt.date(YEAR, month, d), period, _size(rng, form, month), ocr, empty])
         originals = len(rows_m)
         if n_dup:
             clean = [i for i, r in enumerate(rows_m) if not r[6]]

@@ -15,6 +15,7 @@ doubled spaces, broken lines).
 from __future__ import annotations
 
 import random
+from operator import itemgetter
 
 import numpy as np
 
@@ -233,15 +234,15 @@ class TextPool:
         """About `n_sentences` pooled sentences as Markdown paragraphs of 2-7 sentences."""
         if n_sentences <= 0:
             return ""
-        idx = rng.integers(0, self._size, size=n_sentences).tolist()
+        idx = rng.integers(0, self._size, size=n_sentences + 1).tolist()
+        picked = itemgetter(*idx)(self.sentences)  # one C call; a tuple since len(idx) >= 2
         cuts = rng.integers(2, 8, size=n_sentences // 2 + 1).tolist()
-        s = self.sentences
         paras = []
         i = 0
         for c in cuts:
             if i >= n_sentences:
                 break
-            paras.append(" ".join([s[k] for k in idx[i : i + c]]))
+            paras.append(" ".join(picked[i : min(i + c, n_sentences)]))
             i += c
         return "\n\n".join(paras)
 
