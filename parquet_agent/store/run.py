@@ -75,7 +75,7 @@ class CaseReplay:
 class VerifyReport:
     ok: bool
     problems: tuple[str, ...]
-    torn_lines: tuple[str, ...]  # journals that end in a torn line (a crash, not tampering)
+    torn_lines: tuple[str, ...]  # journals / packs ending in a torn write (a crash, not tampering)
     bodies_checked: int
 
     def __str__(self) -> str:
@@ -147,7 +147,8 @@ class Run:
         self._lock = WriterLock(self.dir) if writable else None
         self._journals: dict[str, CaseJournal] = {}
         self._manifest: dict[str, Any] | None = None
-        self._raw: RawStore | None = None
+        # a writer repairs a torn pack tail left by a crash before anything else is written
+        self._raw: RawStore | None = RawStore(self.dir, writable=True) if writable else None
 
     def __repr__(self) -> str:
         return f"Run({str(self.dir)!r})"
@@ -307,6 +308,7 @@ class Run:
                                 "longer matches manifest_hash)")
         reader = RawStore(self.dir, writable=False)
         problems += reader.verify()
+        torn += reader.torn_tails()
         stored = set(reader.names())
         for cid, path in self.journal_paths().items():
             try:
