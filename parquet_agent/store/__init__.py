@@ -2,7 +2,7 @@
 
     from parquet_agent.store import RunStore, freeze
     store = RunStore("runs")
-    run = store.create(config, freeze(config, question_ids=ids, corpus_snapshot=snap.to_json(),
+    run = store.create(config, freeze(question_ids=ids, corpus_snapshot=snap.to_json(),
                                       prompt_hashes=hashes, sandbox_mode=mode))
     result = model.complete(request, run.raw)             # run.raw is the RawSink
     run.journal(case_id).append(ModelAttempt(label, asdict(attempt)))

@@ -1,6 +1,6 @@
 """The frozen inputs of a run (`manifest.json`) and the comparison that guards resumes.
 
-    frozen = freeze(config, question_ids=ids, corpus_snapshot=snap.to_json(),
+    frozen = freeze(question_ids=ids, corpus_snapshot=snap.to_json(),
                     prompt_hashes={"agent": ..., "judge": ...}, sandbox_mode="...")
     run = RunStore("runs").create(config, frozen)          # writes manifest.json once
     run.check_resume(freeze(...same inputs now...))        # ResumeRefusedError naming changes
@@ -65,9 +65,13 @@ def freeze(config: ExperimentConfig | None = None, *, question_ids: Sequence[str
            corpus_snapshot: Mapping[str, Any] | str | None, prompt_hashes: Mapping[str, str],
            sandbox_mode: str, code: str | None = None,
            packages: Mapping[str, str | None] | None = None) -> dict[str, Any]:
-    """The `frozen` dict for `RunStore.create` / `Run.check_resume` (config is passed apart).
+    """The `frozen` dict for `RunStore.create` / `Run.check_resume`.
 
-    `corpus_snapshot` is `CorpusSnapshot.to_json()` (a dict, or its JSON text).
+    `config` is accepted for readability and not used: `create(config, frozen)` and
+    `check_resume(frozen, config)` take the config themselves.
+
+    `corpus_snapshot` is `CorpusSnapshot.to_json()` (a dict, or its JSON text); `code` and
+    `packages` default to `code_hash()` and `package_versions()` of this process.
     """
     if isinstance(corpus_snapshot, str):
         import json

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -146,6 +147,7 @@ class Run:
         self.writable = writable
         self._lock = WriterLock(self.dir) if writable else None
         self._journals: dict[str, CaseJournal] = {}
+        self._guard = threading.Lock()
         self._manifest: dict[str, Any] | None = None
         # a writer repairs a torn pack tail left by a crash before anything else is written
         self._raw: RawStore | None = RawStore(self.dir, writable=True) if writable else None
@@ -177,9 +179,10 @@ class Run:
     @property
     def raw(self) -> RawStore:
         """The run's raw store: hand it to models as their RawSink."""
-        if self._raw is None:
-            self._raw = RawStore(self.dir, writable=self.writable)
-        return self._raw
+        with self._guard:
+            if self._raw is None:
+                self._raw = RawStore(self.dir, writable=self.writable)
+            return self._raw
 
     def read_raw(self, path: str) -> bytes:
         return self.raw.read(path)
@@ -192,10 +195,11 @@ class Run:
             _check_case_id(case_id)
         if not self.writable:
             raise RunError(f"{self.dir}: opened read-only; open it with writable=True to append")
-        journal = self._journals.get(case_id)
-        if journal is None:
-            path = self.dir / JOURNAL_DIR / f"{case_id}.jsonl"
-            journal = self._journals[case_id] = CaseJournal(self, case_id, Journal(path))
+        with self._guard:  # one Journal per file, even when case workers ask at once
+            journal = self._journals.get(case_id)
+            if journal is None:
+                path = self.dir / JOURNAL_DIR / f"{case_id}.jsonl"
+                journal = self._journals[case_id] = CaseJournal(self, case_id, Journal(path))
         return journal
 
     def run_journal(self) -> CaseJournal:
