@@ -1,0 +1,225 @@
+"""Print one case of a run readably in a terminal.
+
+    python -m parquet_agent.case_audit RUN_DIR --question Q001 --model M --method sql [--full]
+    python -m parquet_agent.report.case_audit ...                  (the same)
+
+`--model` takes the configured model name or the provider's model id (`gpt-6-luna` or
+`openai/gpt-6-luna`); `--method` is the strategy. Without `--full`, long texts (tool outputs,
+requests) are cut to a preview; `--full` prints the complete exact requests, responses and tool
+outputs; `--json` prints the case record (the same dict `cases/<case-id>.json` holds).
+
+The record is built from the run's journal and raw files on the spot (read-only), so it works on
+any saved run, exported or not. A question, model or method the run does not have exits with
+status 2 and a message listing what exists. Terminal safety: control characters (ANSI escapes
+included) and bidi overrides in case text are printed as visible `<U+XXXX>` marks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from parquet_agent.errors import ParquetAgentError, UsageError
+from parquet_agent.report.case_record import RunSource, build_case
+
+PREVIEW = 600
+_ODD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069"
+                  "\ufeff]")
+
+
+def safe(text: Any) -> str:
+    """`text` with terminal control and bidi characters made visible."""
+    return _ODD.sub(lambda m: f"<U+{ord(m.group()):04X}>", str(text))
+
+
+def resolve_case(source: RunSource, question: str, model: str, method: str) -> str:
+    """The case id for question x model x method, or UsageError listing what the run has."""
+    cases = source.case_ids()
+    parts = [c.split("__") for c in cases if c.count("__") == 2]
+    questions = sorted({p[0] for p in parts})
+    models = sorted({p[1] for p in parts})
+    methods = sorted({p[2] for p in parts})
+    aliases: dict[str, str] = {}
+    for name in models:
+        spec = source.models.get(name, {})
+        aliases[name] = name
+        if spec.get("model"):
+            aliases.setdefault(spec["model"], name)
+            aliases.setdefault(f"{spec.get('provider')}/{spec['model']}", name)
+    problems = []
+    if question not in questions:
+        problems.append(f"question {question!r} is not in this run; it has: "
+                        + ", ".join(questions))
+    if model not in aliases:
+        listed = [f"{n} ({source.models.get(n, {}).get('provider')}/"
+                  f"{source.models.get(n, {}).get('model')})" for n in models]
+        problems.append(f"model {model!r} is not in this run; it has: " + ", ".join(listed))
+    if method not in methods:
+        problems.append(f"method {method!r} is not in this run; it has: " + ", ".join(methods))
+    if problems:
+        raise UsageError(f"{source.run.dir}: " + "; ".join(problems))
+    cid = f"{question}__{aliases[model]}__{method}"
+    if cid not in cases:
+        raise UsageError(f"{source.run.dir}: no case {cid}")
+    return cid
+
+
+class _Printer:
+    def __init__(self, out: TextIO, full: bool):
+        self.out, self.full = out, full
+
+    def line(self, text: Any = "") -> None:
+        self.out.write(safe(text) + "\n")
+
+    def head(self, text: str) -> None:
+        self.line()
+        self.line(f"== {text} " + "=" * max(0, 70 - len(text)))
+
+    def field(self, name: str, value: Any) -> None:
+        value = "-" if value is None else value
+        text = safe(value)
+        if "\n" in text:
+            self.out.write(f"  {name}:\n" + "".join(f"      {ln}\n" for ln in text.split("\n")))
+        else:
+            self.out.write(f"  {name}: {text}\n")
+
+    def block(self, name: str, text: str | None) -> None:
+        if text is None:
+            self.field(name, "(none)")
+            return
+        if not self.full and len(text) > PREVIEW:
+            text = text[:PREVIEW] + f"\n... ({len(text) - PREVIEW} more characters; use --full)"
+        self.field(name, text)
+
+    def raw(self, name: str, raw: dict[str, Any] | None) -> None:
+        if raw is None:
+            self.field(name, "(not recorded)")
+            return
+        self.field(name, f"{raw['path']} ({raw['bytes']} bytes, {raw['sha256']})")
+        if self.full:
+            self.block("  exact content", raw.get("text") if raw.get("text") is not None
+                       else "(base64) " + raw.get("base64", ""))
+
+
+def print_case(c: dict[str, Any], out: TextIO = sys.stdout, *, full: bool = False) -> None:
+    p = _Printer(out, full)
+    m, j = c["model"], c.get("judgment")
+    p.line(f"case {c['case_id']}  (run {c['run_id']})")
+    p.head("1. question, reference, model, status, answer")
+    p.field("question", c["question"])
+    p.field("reference", c["reference_answer"] if c["reference_answer"] is not None
+            else "(not recorded: the judge never saw this case)")
+    p.field("model", f"{m['name']}: requested {m['requested_provider']}/{m['requested_model']}, "
+            f"actual {m['actual_provider']}/{m['actual_model']}")
+    p.field("strategy", c["strategy"])
+    p.field("status", f"{c['status']} ({c['status_reason']})")
+    p.field("final answer", c["final_answer"] if c["final_answer"] is not None else "(none)")
+    p.head("2. tool counts, rounds, attempts, cost, timing")
+    p.field("tool counts", ", ".join(f"{k}={v}" for k, v in c["tool_counts"].items()))
+    t, cost = c["tokens"], c["cost"]
+    p.field("tokens", f"in {t['input']}, out {t['output']}, cached {t['cached']}, "
+            f"reasoning {t['reasoning']}")
+    p.field("cost USD", cost["usd"] if cost["usd"] is not None
+            else f"unknown ({cost['unknown_attempts']} attempts without a cost)")
+    p.field("timing", f"{c['timing']['started_at']} -> {c['timing']['ended_at']}, "
+            f"wall {c['timing']['wall_ms']} ms")
+    p.head(f"3. tool calls ({len(c['tool_calls'])})")
+    for i, call in enumerate(c["tool_calls"], 1):
+        state = "ok" if call["ok"] else f"ERROR {call['error_kind']}: {call['error_message']}"
+        cache = "cache hit" if call["cache_hit"] else ("worker" if call["dispatched"]
+                                                      else "not dispatched")
+        p.line(f"  #{i} turn {call['turn']} {call['name']} [{call['call_id']}] {state}; {cache}")
+        p.field("  arguments", json.dumps(call["arguments"], ensure_ascii=False, sort_keys=True))
+        if call["offsets"]:
+            p.field("  offsets", "; ".join(f"{o['file_stem']} [{o['start']}, {o['end']})"
+                                           for o in call["offsets"]))
+        p.block("  returned", json.dumps(call["output"], ensure_ascii=False, indent=1))
+    p.head("4. final-answer request")
+    p.raw("request", c["final_request"])
+    p.raw("response", c["final_response"])
+    if c.get("latest_request"):
+        p.raw("latest context sent", c["latest_request"])
+    if c.get("incomplete"):
+        inc = c["incomplete"]
+        p.field("latest request", inc["latest_request_path"])
+        p.field("missing raw requests", "; ".join(
+            f"{x.get('label') or 'turn ' + str(x.get('turn'))} attempt {x.get('attempt')}: "
+            f"{x['why']}" for x in inc["missing_raw_requests"]) or "none")
+        p.field("tool outputs not in latest request",
+                ", ".join(inc["unsent_tool_outputs"]) or "none")
+    p.head("5. judge")
+    if j is None:
+        p.line("  not judged")
+    else:
+        p.field("scores", f"correctness {j['correctness']}, citation support "
+                f"{j['citation_support']}" + ("" if j["scored"] else
+                                              f" (unscored: {j['unscored_reason']})"))
+        p.field("rationale", j["rationale"])
+        p.raw("judge request", j["request"])
+        p.raw("judge response", j["response"])
+    p.head(f"6. API attempts ({len(c['attempts'])})")
+    for a in c["attempts"]:
+        usage, acost = a.get("usage") or {}, a.get("cost") or {}
+        p.line(f"  {a.get('label')} #{a.get('number')} {a.get('purpose')} {a.get('outcome')}"
+               f"{': ' + str(a['error']) if a.get('error') else ''}; "
+               f"{a.get('actual_provider')}/{a.get('actual_model')}; {a.get('duration_ms')} ms; "
+               f"tokens {usage.get('input_tokens')}/{usage.get('output_tokens')}; "
+               f"USD {acost.get('usd')} ({acost.get('source')})")
+        for kind in ("request", "response"):
+            path = a.get(f"{kind}_path")
+            missing = "" if a.get(f"{kind}_in_store") else "  [MISSING]"
+            p.line(f"      {kind}: {path}{missing}")
+    p.line()
+    p.line("print any raw file exactly: parquet-agent raw RUN_DIR PATH")
+
+
+def build_parser(prog: str = "python -m parquet_agent.case_audit") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description="Print one case of a run readably.")
+    add_arguments(parser)
+    return parser
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", type=Path, help="the run folder")
+    parser.add_argument("--question", required=True, help="question id, e.g. Q001")
+    parser.add_argument("--model", required=True,
+                        help="configured model name or provider model id")
+    parser.add_argument("--method", required=True, help="strategy: sql or sql+stream")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--full", action="store_true",
+                       help="complete requests, responses and tool outputs")
+    group.add_argument("--json", action="store_true", help="print the case record as JSON")
+
+
+def run_audit(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+    source = RunSource.open(args.run_dir)
+    try:
+        cid = resolve_case(source, args.question, args.model, args.method)
+        record = build_case(source, cid)
+    finally:
+        source.run.close()
+        source.raw.close()
+    if args.json:
+        out.write(json.dumps(record, sort_keys=True, indent=1, ensure_ascii=True) + "\n")
+    else:
+        print_case(record, out, full=args.full)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run_audit(args)
+    except ParquetAgentError as exc:
+        print(f"case_audit: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `... | head` closed the pipe: not an error
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,81 @@
+"""`parquet-agent export RUN_DIR`, `parquet-agent raw RUN_DIR PATH`, `parquet-agent audit ...`.
+
+- `export RUN_DIR`: (re)build every export of a saved run, offline (see `report.exporter`);
+  prints what was written and how long it took.
+- `raw RUN_DIR PATH`: write the exact stored bytes of one raw file (a run-relative path such as
+  `raw/Q001__m__sql/turn-01.attempt-01.request.json`, as the exports list them) to stdout.
+  Raw files live in packs, so this is how to get one back byte for byte; `--out FILE` writes
+  them to a file instead.
+- `audit RUN_DIR --question Q --model M --method S [--full|--json]`: the same as
+  `python -m parquet_agent.case_audit`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from parquet_agent.errors import ExportError, UsageError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    export = subparsers.add_parser("export", help="(re)build the exports of a saved run, offline")
+    export.add_argument("run_dir", type=Path, help="the run folder")
+    export.set_defaults(handler=_export)
+
+    raw = subparsers.add_parser("raw", help="print the exact bytes of one raw file of a run")
+    raw.add_argument("run_dir", type=Path, help="the run folder")
+    raw.add_argument("path", help="run-relative raw path, e.g. raw/<case-id>/turn-01.attempt-01"
+                     ".request.json")
+    raw.add_argument("--out", type=Path, help="write the bytes to this file instead of stdout")
+    raw.set_defaults(handler=_raw)
+
+    from parquet_agent.report.case_audit import add_arguments
+
+    audit = subparsers.add_parser("audit", help="print one case of a run readably "
+                                  "(same as python -m parquet_agent.case_audit)")
+    add_arguments(audit)
+    audit.set_defaults(handler=_audit)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from parquet_agent.report.exporter import export_run
+
+    result = export_run(args.run_dir)
+    print(f"exported {result.cases} cases of {result.run_dir} in {result.seconds:.2f} s")
+    print(f"report:     {result.report}")
+    print(f"provenance: {result.run_dir / 'case-export-provenance.json'}")
+    return 0
+
+
+def _raw(args: argparse.Namespace) -> int:
+    from parquet_agent.errors import RunError
+    from parquet_agent.store.blobs import RawStore
+
+    if not (args.run_dir / "manifest.json").is_file():
+        raise UsageError(f"{args.run_dir}: not a run folder (no manifest.json)")
+    store = RawStore(args.run_dir, writable=False)
+    try:
+        data = store.read(args.path)
+    except KeyError:
+        prefix = args.path.rsplit("/", 1)[0] + "/"
+        near = [n for n in store.names() if n.startswith(prefix)][:20]
+        hint = ("; files under " + prefix + ": " + ", ".join(near)) if near else (
+            "; the case's raw files are listed in its cases/<case-id>.json (raw_files)")
+        raise UsageError(f"{args.path}: no such raw file in {args.run_dir}{hint}") from None
+    except RunError as exc:
+        raise ExportError(str(exc)) from exc
+    if args.out:
+        args.out.write_bytes(data)
+        print(f"wrote {len(data)} bytes to {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    return 0
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from parquet_agent.report.case_audit import run_audit
+
+    return run_audit(args)

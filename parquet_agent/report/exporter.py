@@ -1,0 +1,255 @@
+"""The exporter: rebuild every export of a run folder from its manifest, journals and raw files.
+
+    result = export_run("runs/2026-11-30-demo")     # ExportResult(run_dir, cases, files, seconds)
+
+Writes, relative to the run folder (DESIGN.md run-directory contract):
+
+    cases/<case-id>.json           build_case(): the self-contained audit record of one case
+    cases-index.json / .csv        one row per case (INDEX_COLUMNS), links to the case JSON
+    summary.json                   per model x strategy and per run figures, from the records
+    report.html                    the self-contained filterable report (report.html_report)
+    case-export-provenance.json    exporter version hash, sha256 of every run file read and of
+                                   every export written, and the export time (written last)
+
+Rules: offline and read-only towards the run: the run is opened without the writer lock, the
+raw store read-only, no model is built and the corpus is never opened (its path in the manifest
+is not even looked at). Deterministic: the same run exports to the same bytes, except
+`exported_at` in the provenance. Every case of the frozen grid gets a record, including cases
+that never started (status `incomplete`).
+
+Durability: exports are derived data that `parquet-agent export` can rebuild at any time, so
+files are replaced atomically (temp file + rename) but not fsynced one by one, which would cost
+seconds on a 400-case run; the provenance file, written last with fsync, lists the sha256 of
+every export, so a torn export is detectable. Any failure raises `ExportError` with what to do.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+import os
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from parquet_agent.errors import ExportError, RunError
+from parquet_agent.report.case_record import (
+    INDEX_COLUMNS,
+    TOOL_COUNT_FIELDS,
+    RunSource,
+    build_case,
+    index_row,
+)
+from parquet_agent.stats import bootstrap_ci, percentile
+from parquet_agent.store.files import atomic_write_bytes
+
+SCHEMA_VERSION = 1
+PROVENANCE = "case-export-provenance.json"
+EXPORT_FILES = ("cases-index.json", "cases-index.csv", "summary.json", "report.html", PROVENANCE)
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    run_dir: Path
+    cases: int
+    files: tuple[str, ...]  # run-relative paths written
+    seconds: float
+
+    @property
+    def report(self) -> Path:
+        return self.run_dir / "report.html"
+
+
+def dumps(value: Any) -> bytes:
+    """Canonical JSON for exports: sorted keys, 1-space indent, UTF-8 (ASCII escapes only when a
+    string holds a lone surrogate, which UTF-8 cannot carry)."""
+    try:
+        text = json.dumps(value, sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False)
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(value, sort_keys=True, indent=1, allow_nan=False).encode() + b"\n"
+
+
+def exporter_version() -> str:
+    """`b2:` over this package's source and assets: changes whenever the exporter does."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.blake2b(digest_size=16)
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                       and p.suffix in (".py", ".js", ".css", ".html")):
+        rel = path.relative_to(root).as_posix()
+        data = path.read_bytes()
+        h.update(f"{len(rel)}:{rel}:{len(data)}:".encode())
+        h.update(data)
+    return "b2:" + h.hexdigest()
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return "sha256:" + h.hexdigest()
+
+
+def source_files(run_dir: Path) -> list[str]:
+    """Run-relative paths of the result files the exporter reads: manifest, journals, packs."""
+    out = ["manifest.json"]
+    for folder, suffixes in (("journal", (".jsonl", ".jsonl.gz")), ("raw", (".pack",))):
+        base = run_dir / folder
+        if base.is_dir():
+            out += sorted(f"{folder}/{p.name}" for p in base.iterdir()
+                          if p.is_file() and p.name.endswith(suffixes))
+    return out
+
+
+# -- summary ------------------------------------------------------------------------------------
+
+
+def _num(value: float | None) -> float | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return round(float(value), 6)
+
+
+def _group_summary(model: str, strategy: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    corr = bootstrap_ci([r["correctness"] for r in rows], seed=0)
+    cite = bootstrap_ci([r["citation_support"] for r in rows], seed=0)
+    costs = [r["cost_usd"] for r in rows]
+    statuses = [r["status"] for r in rows]
+    return {
+        "model": model, "strategy": strategy, "cases": len(rows),
+        "complete": statuses.count("complete"), "incomplete": statuses.count("incomplete"),
+        "failed": statuses.count("failed"),
+        "completion_rate": _num(statuses.count("complete") / len(rows)) if rows else None,
+        "scored": corr.n,
+        "correctness": {"mean": _num(corr.mean), "low": _num(corr.low), "high": _num(corr.high)},
+        "citation_support": {"mean": _num(cite.mean), "low": _num(cite.low),
+                             "high": _num(cite.high)},
+        "tool_counts": {k: sum(r[k] or 0 for r in rows) for k in TOOL_COUNT_FIELDS},
+        "input_tokens": sum(r["input_tokens"] for r in rows),
+        "output_tokens": sum(r["output_tokens"] for r in rows),
+        "cost_usd_known": _num(sum(c for c in costs if c is not None)),
+        "cases_with_unknown_cost": sum(c is None for c in costs),
+        "latency_p50_ms": _num(percentile([r["wall_ms"] for r in rows], 50)),
+        "latency_p95_ms": _num(percentile([r["wall_ms"] for r in rows], 95)),
+        "bootstrap": {"seed": 0, "level": 0.95},
+    }
+
+
+def _run_figures(source: RunSource) -> dict[str, Any]:
+    """Per-run figures from the run journal: sessions, wall time, peak memory, health calls."""
+    events = source.events("_run")
+    finished = [e.data for e in events if e.event == "run_finished"]
+    health = [e.data.get("attempt") or {} for e in events if e.event == "model_attempt"]
+    health_costs = [(a.get("cost") or {}).get("usd") for a in health]
+    rss = [f.get("peak_rss_bytes") for f in finished if f.get("peak_rss_bytes") is not None]
+    return {
+        "sessions": sum(e.event == "run_started" for e in events),
+        "sessions_finished": len(finished),
+        "session_status": [f.get("status") for f in finished],
+        "wall_ms": _num(sum(f.get("wall_ms") or 0 for f in finished)),
+        "peak_rss_bytes": max(rss) if rss else None,
+        "health_attempts": len(health),
+        "health_cost_usd_known": _num(sum(c for c in health_costs if c is not None)),
+        "corpus_drift": [e.data.get("excluded_new_files") for e in events
+                         if e.event == "corpus_drift"],
+    }
+
+
+def build_summary(source: RunSource, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((str(r["model"]), str(r["strategy"])), []).append(r)
+    costs = [r["cost_usd"] for r in rows]
+    manifest = source.run.manifest
+    return {
+        "schema_version": SCHEMA_VERSION, "run_id": source.run.run_id,
+        "experiment": (manifest.get("config") or {}).get("name"),
+        "manifest_hash": manifest.get("manifest_hash"),
+        "cases": len(rows),
+        "status_counts": {s: sum(r["status"] == s for r in rows)
+                          for s in ("complete", "incomplete", "failed")},
+        "scored": sum(bool(r["scored"]) for r in rows),
+        "cases_cost_usd_known": _num(sum(c for c in costs if c is not None)),
+        "cases_with_unknown_cost": sum(c is None for c in costs),
+        "by_model_strategy": [_group_summary(m, s, g) for (m, s), g in sorted(groups.items())],
+        "run": _run_figures(source),
+    }
+
+
+# -- index --------------------------------------------------------------------------------------
+
+
+def _csv(rows: list[dict[str, Any]]) -> bytes:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=INDEX_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    return out.getvalue().encode("utf-8", "backslashreplace")
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+
+def _write(run_dir: Path, rel: str, data: bytes) -> None:
+    path = run_dir / rel
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def export_run(run_dir: str | Path) -> ExportResult:
+    """(Re)build every export of `run_dir`; raise ExportError when the run cannot be read."""
+    from parquet_agent.report.html_report import render_report
+
+    t0 = time.perf_counter()
+    run_dir = Path(run_dir).resolve()
+    source = RunSource.open(run_dir)
+    try:
+        written: dict[str, bytes] = {}
+        records = [build_case(source, cid) for cid in source.case_ids()]
+        for record in records:
+            written[record["links"]["case"]] = dumps(record)
+        rows = [index_row(r) for r in records]
+        written["cases-index.json"] = dumps({"schema_version": SCHEMA_VERSION,
+                                             "run_id": source.run.run_id,
+                                             "columns": list(INDEX_COLUMNS), "cases": rows})
+        written["cases-index.csv"] = _csv(rows)
+        summary = build_summary(source, rows)
+        written["summary.json"] = dumps(summary)
+        written["report.html"] = render_report(source.run.run_id, summary, rows, records)
+    except (RunError, KeyError, ValueError, TypeError) as exc:
+        raise ExportError(f"{run_dir}: cannot export this run: {type(exc).__name__}: {exc}. "
+                          "Check it with Run.verify(); the run's own files were not changed")\
+            from exc
+    finally:
+        source.run.close()
+        source.raw.close()
+    try:
+        (run_dir / "cases").mkdir(exist_ok=True)
+        for rel, data in written.items():
+            _write(run_dir, rel, data)
+        inputs = {rel: _sha256_file(run_dir / rel) for rel in source_files(run_dir)}
+        provenance = {
+            "schema_version": SCHEMA_VERSION, "run_id": source.run.run_id,
+            "exporter": {"name": "parquet_agent.report.exporter", "version": exporter_version()},
+            "exported_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "inputs": inputs,
+            "outputs": {rel: "sha256:" + hashlib.sha256(data).hexdigest()
+                        for rel, data in sorted(written.items())},
+        }
+        atomic_write_bytes(run_dir / PROVENANCE, dumps(provenance))
+    except OSError as exc:
+        raise ExportError(f"{run_dir}: cannot write the exports ({exc}); check the folder's "
+                          "permissions and free space, then run `parquet-agent export "
+                          f"{run_dir}`") from exc
+    return ExportResult(run_dir, len(records), tuple(sorted(written)) + (PROVENANCE,),
+                        time.perf_counter() - t0)

@@ -1,0 +1,100 @@
+"""report.html: one self-contained file, no network, safe with hostile case text.
+
+    html_bytes = render_report(run_id, summary, rows, records)
+
+The page is `assets/report.html` with `assets/report.css` and `assets/report.js` inlined. Data:
+the index rows in `<script type="application/json" id="index-data">` and each case record in its
+own `<script type="application/json" id="case-<n>">` block (n = row number), which the script
+parses only when that case is opened, so hundreds of cases stay quick.
+
+Safety, in layers:
+- embedded JSON has every `<` written as `\\u003c`, so no text can close the script element or
+  open a comment; JSON.parse gives the original string back;
+- the script puts text on the page only through text nodes (never innerHTML or attributes that
+  navigate), and shows control and bidi characters as visible marks;
+- a Content-Security-Policy allows only this page's own script and style (by sha256), no
+  connections, frames, fonts or images from anywhere: the page cannot make a network request
+  even if something did slip through;
+- the few server-side strings (run id, model and strategy names in the summary) are HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import re
+from importlib import resources
+from typing import Any
+
+
+_PLACEHOLDER = re.compile(r"__([A-Z_]+?)__")
+
+
+def _asset(name: str) -> str:
+    return resources.files("parquet_agent.report").joinpath("assets", name).read_text("utf-8")
+
+
+def embed_json(value: Any) -> str:
+    """JSON safe inside a <script> element: compact, sorted, every `<` escaped."""
+    try:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False)
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: fall back to ASCII escapes
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return text.replace("<", "\\u003c")
+
+
+def _csp_hash(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode()
+
+
+def _fmt(value: Any, digits: int = 1) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _summary_table(summary: dict[str, Any]) -> str:
+    head = ("model", "strategy", "cases", "complete", "incomplete", "failed", "scored",
+            "correctness (95% CI)", "citation support (95% CI)", "tool calls", "tool errors",
+            "known USD", "cases w/ unknown cost", "p50 ms", "p95 ms")
+    out = ["<table id=\"summary\"><thead><tr>"]
+    out += [f"<th>{html.escape(h)}</th>" for h in head]
+    out.append("</tr></thead><tbody>")
+    for g in summary.get("by_model_strategy", []):
+        c, s = g["correctness"], g["citation_support"]
+        cells = (
+            g["model"], g["strategy"], g["cases"], g["complete"], g["incomplete"], g["failed"],
+            g["scored"], f"{_fmt(c['mean'])} [{_fmt(c['low'])}, {_fmt(c['high'])}]",
+            f"{_fmt(s['mean'])} [{_fmt(s['low'])}, {_fmt(s['high'])}]",
+            g["tool_counts"]["processed"], g["tool_counts"]["errors"],
+            _fmt(g["cost_usd_known"], 4), g["cases_with_unknown_cost"],
+            _fmt(g["latency_p50_ms"], 0), _fmt(g["latency_p95_ms"], 0))
+        out.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in cells) + "</tr>")
+    out.append("</tbody></table>")
+    run = summary.get("run") or {}
+    out.append(f"<p class=\"muted\">{summary.get('cases', 0)} cases · "
+               f"{html.escape(json.dumps(summary.get('status_counts', {}), sort_keys=True))} · "
+               f"run wall time {_fmt((run.get('wall_ms') or 0) / 1000)} s over "
+               f"{run.get('sessions', 0)} session(s)</p>")
+    return "".join(out)
+
+
+def render_report(run_id: str, summary: dict[str, Any], rows: list[dict[str, Any]],
+                  records: list[dict[str, Any]]) -> bytes:
+    """The whole report.html as UTF-8 bytes (deterministic for the same inputs)."""
+    script, style = _asset("report.js"), _asset("report.css")
+    index = {"schema_version": 1, "run_id": run_id, "run_dir_hint": ".", "rows": rows}
+    cases = "\n".join(f'<script type="application/json" id="case-{n}">{embed_json(r)}</script>'
+                      for n, r in enumerate(records))
+    values = {"SCRIPT_HASH": _csp_hash(script), "STYLE_HASH": _csp_hash(style),
+              "TITLE": html.escape(run_id), "STYLE": style, "SUMMARY": _summary_table(summary),
+              "SCRIPT": script, "INDEX": embed_json(index), "CASES": cases}
+    # one pass over the template: inserted text (case data included) is never scanned again
+    page = _PLACEHOLDER.sub(lambda m: values[m.group(1)], _asset("report.html"))
+    return page.encode("utf-8")
