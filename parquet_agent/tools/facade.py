@@ -13,6 +13,7 @@ snapshot in this process: it reads no data.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -109,6 +110,13 @@ class Tools:
     def call_raw(self, name: object, arguments: object) -> ToolResult:
         """Run one untrusted call; every problem becomes an error value, never an exception."""
         started = time.perf_counter()
+        result = self._call(name, arguments, started)
+        if result.timings.total_ms == 0.0:  # refused before any work: record how long that took
+            elapsed = round((time.perf_counter() - started) * 1000, 3)
+            result = dataclasses.replace(result, timings=Timings(0.0, 0.0, elapsed))
+        return result
+
+    def _call(self, name: object, arguments: object, started: float) -> ToolResult:
         if not isinstance(name, str) or name not in self._checks:
             offered = ", ".join(self._names)
             shown = name if isinstance(name, str) else repr(name)

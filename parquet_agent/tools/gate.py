@@ -57,8 +57,12 @@ def parse_select(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.Statement:
     statement = statements[0]
     if statement.type != duckdb.StatementType.SELECT:
         kind_name = str(statement.type).rsplit(".", 1)[-1]
+        extra = ""
+        if kind_name == "MULTI":  # PIVOT without IN (...) first creates an enum type
+            extra = " A PIVOT needs explicit values: PIVOT ... ON col IN (v1, v2) USING ...;"
         raise GateRejection(
-            "forbidden", f"only a read-only SELECT may run; this is a {kind_name} statement. {_HINT}"
+            "forbidden",
+            f"only a read-only SELECT may run; this is a {kind_name} statement.{extra} {_HINT}",
         )
     tree = _serialize(con, sql)
     _walk(tree)

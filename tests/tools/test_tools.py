@@ -217,3 +217,25 @@ def test_result_json_and_model_text():
     data = err.to_json()
     assert data["error"] == {"kind": "timeout", "message": "too slow"} and data["timings"]["queue_ms"] == 0.0
     json.dumps(data)
+
+
+def test_two_data_workers_run_two_calls_at_once(corpus_dir):
+    slow = "SELECT count(*) FROM range(3000000) t WHERE hash(t.range) % 7 = 1"
+    with Tools.open(corpus_dir, "sql+stream", cache="off", data_workers=2) as tools:
+        barrier = threading.Barrier(2)
+        results: list[ToolResult] = []
+
+        def work(i: int):
+            barrier.wait()
+            results.append(tools.call("sql", query=f"{slow} AND {i} = {i}"))
+            results.append(tools.call("read_filing", file_stem=stem(i), max_chars=10))
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert all(r.ok for r in results), [r.error for r in results]
+    assert max(r.timings.queue_ms for r in results) < 50  # two slots: nobody waits for one
+    texts = sorted(r.output["text"] for r in results if r.name == "read_filing")
+    assert texts == sorted(filing(i)["parsed_md"][:10] for i in range(2))

@@ -1,0 +1,256 @@
+"""Benchmarks of the tools over one corpus folder, measured side by side in one run.
+
+    python bench/bench_tools.py CORPUS_DIR [--repeats 20] [--json OUT.json] [--plain-dir DIR]
+
+Measures (medians; p50 = median of per-call times):
+- scoped read of one filing (`sql` with file_stem, and `read_filing`) vs the floor: the same
+  row group read directly with pyarrow in this process (locate + open + read_row_group);
+- the scoped read vs a plain `WHERE file_stem = ?` over the same rows in the plain-export layout
+  (one row group per file), with DuckDB unlimited and under the worker's 128 MiB limit;
+- pool overhead per call: a trivial `sql` call (`SELECT 1`), fork + harden + lock + gate + answer;
+- `search_headers` page: end to end, the search alone (HeaderSearch in process), and the same
+  search over `parsed_md` through the `sql` tool;
+- peak memory per worker (rusage) and of the whole process tree (RSS and PSS) under a busy run
+  of 4 threads calling mixed tools.
+
+The plain-export copy is written under --plain-dir (default: a temporary folder) and removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import psutil
+import pyarrow.parquet as pq
+
+from parquet_agent.corpus.index import CorpusIndex
+from parquet_agent.tools import Tools
+from parquet_agent.tools.lookup import HEADER_COLUMNS, HeaderSearch
+
+SCHEMA_VERSION = 1
+
+
+def p50(values: list[float]) -> float:
+    return round(statistics.median(values), 2) if values else float("nan")
+
+
+def timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t) * 1000
+
+
+def floor_read(index: CorpusIndex, stem: str, columns: list[str] | None) -> None:
+    loc = index.locate(stem)
+    pq.ParquetFile(loc.path).read_row_group(loc.row_group, columns=columns, use_threads=False).slice(loc.row_in_group, 1)
+
+
+def scoped_reads(tools: Tools, index: CorpusIndex, stems: list[str]) -> dict:
+    floor_all, floor_md, scoped, reads, errors = [], [], [], [], []
+    for stem in stems:
+        floor_all.append(timed(lambda: floor_read(index, stem, None)))
+        floor_md.append(timed(lambda: floor_read(index, stem, ["file_stem", "parsed_md"])))
+        r = tools.call("sql", query="SELECT length(parsed_md) AS n FROM filing", file_stem=stem)
+        (scoped if r.ok else errors).append(r.timings.total_ms if r.ok else r.error.kind)
+        r = tools.call("read_filing", file_stem=stem, max_chars=4000)
+        (reads if r.ok else errors).append(r.timings.total_ms if r.ok else r.error.kind)
+    out = {
+        "floor_all_columns_ms_p50": p50(floor_all),
+        "floor_text_ms_p50": p50(floor_md),
+        "scoped_sql_ms_p50": p50(scoped),
+        "read_filing_ms_p50": p50(reads),
+        "errors": errors,
+    }
+    out["scoped_sql_vs_floor"] = round(out["scoped_sql_ms_p50"] / out["floor_all_columns_ms_p50"], 2)
+    out["read_filing_vs_floor"] = round(out["read_filing_ms_p50"] / out["floor_text_ms_p50"], 2)
+    return out
+
+
+def write_plain_export(corpus: Path, out: Path) -> list[Path]:
+    """The same rows as a plain pandas/pyarrow export: random order, one row group per file."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, path in enumerate(sorted(corpus.glob("*.parquet"))):
+        table = pq.read_table(path)
+        order = list(range(table.num_rows))
+        random.Random(i).shuffle(order)
+        target = out / path.name
+        pq.write_table(table.take(order), target, compression="zstd", row_group_size=max(1, table.num_rows))
+        paths.append(target)
+        del table
+    return paths
+
+
+def plain_lookups(paths: list[Path], stems: list[str], limit: str | None) -> dict:
+    config = {"threads": 1}
+    if limit:
+        config.update(memory_limit=limit, temp_directory="", max_temp_directory_size="0B")
+    con = duckdb.connect(config=config)
+    files = "[" + ", ".join(f"'{p}'" for p in paths) + "]"
+    times, errors = [], []
+    for stem in stems:
+        t = time.perf_counter()
+        try:
+            con.execute(f"SELECT length(parsed_md) FROM read_parquet({files}) WHERE file_stem = ?", [stem]).fetchall()
+            times.append((time.perf_counter() - t) * 1000)
+        except duckdb.Error as exc:
+            errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
+    con.close()
+    return {"ms_p50": p50(times), "ok": len(times), "failed": len(errors), "first_error": errors[0] if errors else None}
+
+
+def trivial_calls(tools: Tools, n: int) -> dict:
+    times = [tools.call("sql", query=f"SELECT {i} AS x").timings.total_ms for i in range(n)]
+    return {"ms_p50": p50(times), "ms_p90": round(sorted(times)[int(n * 0.9) - 1], 2), "calls": n}
+
+
+def searches(tools: Tools, corpus: Path, repeats: int) -> dict:
+    headers = pq.read_table(corpus / "_index" / "headers.parquet", columns=list(HEADER_COLUMNS))
+    companies = [c for c in headers.column("company").to_pylist() if c]
+    rng = random.Random(11)
+    queries = [" ".join(c.split()[:2]) for c in rng.sample(companies, min(repeats, len(companies)))]
+    started = time.perf_counter()
+    local = HeaderSearch(headers)
+    build_ms = (time.perf_counter() - started) * 1000
+    in_process = [timed(lambda q=q: local.search(q, 1, 20)) for q in queries]
+    calls = [tools.call("search_headers", query=q) for q in queries]
+    end_to_end = [r.timings.total_ms for r in calls if r.ok]
+    # The same question over parsed_md through the sql tool (what the agent would do without it).
+    q = queries[0].replace("'", "''")
+    text = tools.call("sql", query=f"SELECT file_stem FROM filings WHERE contains(parsed_md, '{q}') ORDER BY file_stem LIMIT 20")
+    return {
+        "queries": len(queries),
+        "build_ms": round(build_ms, 1),
+        "search_alone_ms_p50": p50(in_process),
+        "call_ms_p50": p50(end_to_end),
+        "over_parsed_md": {"ok": text.ok, "ms": round(text.timings.total_ms, 1),
+                           "error": text.error.kind if text.error else None},
+    }
+
+
+def tree_memory(pid: int) -> tuple[int, int]:
+    """(sum of RSS, sum of PSS) over a process and its descendants, bytes."""
+    rss = pss = 0
+    try:
+        root = psutil.Process(pid)
+        for proc in [root, *root.children(recursive=True)]:
+            try:
+                info = proc.memory_full_info()
+                rss += info.rss
+                pss += getattr(info, "pss", info.rss)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
+    except psutil.NoSuchProcess:
+        pass
+    return rss, pss
+
+
+def busy_run(tools: Tools, stems: list[str], threads: int = 4, calls_per_thread: int = 15) -> dict:
+    results, stop = [], threading.Event()
+    peak = {"rss": 0, "pss": 0}
+
+    def sample() -> None:
+        while not stop.is_set():
+            rss, pss = tree_memory(psutil.Process().pid)
+            peak["rss"], peak["pss"] = max(peak["rss"], rss), max(peak["pss"], pss)
+            time.sleep(0.05)
+
+    def work(seed: int) -> None:
+        rng = random.Random(seed)
+        for _ in range(calls_per_thread):
+            stem = rng.choice(stems)
+            choice = rng.randrange(4)
+            if choice == 0:
+                r = tools.call("sql", query="SELECT substr(parsed_md, 1, 200) FROM filing", file_stem=stem)
+            elif choice == 1:
+                r = tools.call("read_filing", file_stem=stem, max_chars=4000)
+            elif choice == 2:
+                r = tools.call("search_headers", query=rng.choice(["10-K", "Inc", "2025-03", "8-K"]))
+            else:
+                r = tools.call("sql", query="SELECT month, count(*), sum(char_count) FROM filings GROUP BY month")
+            results.append(r)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    workers = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+    started = time.perf_counter()
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    stop.set()
+    sampler.join()
+    return {
+        "threads": threads,
+        "calls": len(results),
+        "errors": sum(not r.ok for r in results),
+        "seconds": round(time.perf_counter() - started, 2),
+        "queue_ms_p50": p50([r.timings.queue_ms for r in results]),
+        "run_ms_p50": p50([r.timings.run_ms for r in results]),
+        "worker_peak_rss_mib_max": round(max((r.peak_rss_bytes or 0) for r in results) / 2**20, 1),
+        "tree_rss_mib_peak": round(peak["rss"] / 2**20, 1),
+        "tree_pss_mib_peak": round(peak["pss"] / 2**20, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Benchmark the tools over one corpus folder.")
+    parser.add_argument("corpus", type=Path)
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--plain-dir", type=Path, help="where to write the plain-export copy")
+    parser.add_argument("--skip-plain", action="store_true")
+    args = parser.parse_args(argv)
+
+    corpus = args.corpus.resolve()
+    index = CorpusIndex.open(corpus)
+    all_stems = pq.read_table(corpus / "_index" / "index.parquet", columns=["file_stem"]).column(0).to_pylist()
+    stems = random.Random(7).sample(all_stems, min(args.repeats, len(all_stems)))
+    report: dict = {"schema_version": SCHEMA_VERSION, "corpus": str(corpus), "rows": len(all_stems),
+                    "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    "duckdb": duckdb.__version__, "load_avg": list(psutil.getloadavg())}
+    started = time.perf_counter()
+    with Tools.open(corpus, "sql+stream", cache="off") as tools:
+        report["open_ms"] = round((time.perf_counter() - started) * 1000, 1)
+        report["server"] = tools.sandbox_info()["server"]
+        report["sandbox_mode"] = tools.sandbox_mode
+        tools.call("sql", query="SELECT 1")  # warm the page cache path once
+        report["trivial_call"] = trivial_calls(tools, max(30, args.repeats))
+        report["scoped_read"] = scoped_reads(tools, index, stems)
+        report["search_headers"] = searches(tools, corpus, args.repeats)
+        report["busy_run"] = busy_run(tools, stems)
+    if not args.skip_plain:
+        plain_root = args.plain_dir or Path(tempfile.mkdtemp(prefix="plain-export-"))
+        try:
+            paths = write_plain_export(corpus, plain_root / "plain")
+            few = stems[: max(3, args.repeats // 4)]
+            report["plain_export"] = {
+                "unlimited": plain_lookups(paths, few, None),
+                "worker_limit_128MiB": plain_lookups(paths, few, "128MiB"),
+            }
+            unlimited = report["plain_export"]["unlimited"]["ms_p50"]
+            report["plain_export"]["plain_vs_scoped_sql"] = round(unlimited / report["scoped_read"]["scoped_sql_ms_p50"], 1)
+        finally:
+            shutil.rmtree(plain_root / "plain", ignore_errors=True)
+            if args.plain_dir is None:
+                shutil.rmtree(plain_root, ignore_errors=True)
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
