@@ -82,7 +82,8 @@ def cover(style: int, spec, company: Company, name: str, period_end: dt.date | N
             lines.append(shares_line)
         return "\n".join(lines) + "\n\n"
     if style == 1:
-        out = ["UNITED STATES  \nSECURITIES AND EXCHANGE COMMISSION  \nWashington, D.C. 20549", "",
+        out = [ixbrl_preamble(spec, company, period_end)] if spec.period and spec.content_id % 5 < 3 else []
+        out += ["UNITED STATES  \nSECURITIES AND EXCHANGE COMMISSION  \nWashington, D.C. 20549", "",
                f"**FORM {form}**", "", f"**{title}**", ""]
         if per:
             out += [per, ""]
@@ -120,6 +121,23 @@ def cover(style: int, spec, company: Company, name: str, period_end: dt.date | N
     return sgml_header(spec, company, period_end) + cover(1, spec, company, name, period_end, shares_line, facts)
 
 
+def ixbrl_preamble(spec, company: Company, period_end: dt.date) -> str:
+    """What a Markdown converter leaves of an inline-XBRL document's hidden header: the
+    document name, then the hidden `dei:` values run together (flag, fiscal year end, fiscal
+    period, year, the zero-padded CIK) and taxonomy URLs, as in real converted 10-Ks."""
+    fy, q = spec.period
+    fp = "FY" if spec.form in ("10-K", "20-F") else f"Q{q}"
+    fye = f"--{company.fye_month:02d}-{_month_days(company.fye_month)}"
+    urls = "".join(f"http://fasb.org/us-gaap/2024#{t}" for t in
+                   ("OtherAssetsNoncurrent", "AccruedLiabilitiesCurrent", "InterestExpenseNonoperating"))
+    return (f"{company.ticker.lower()}-{period_end:%Y%m%d}\n\n"
+            f"false{fye}{fp}{fy}{company.cik_padded}{urls}\n")
+
+
+def _month_days(month: int) -> int:
+    return 31 if month in (1, 3, 5, 7, 8, 10, 12) else (28 if month == 2 else 30)
+
+
 def sgml_header(spec, company: Company, period_end: dt.date | None) -> str:
     d = spec.filed
     per = f"CONFORMED PERIOD OF REPORT:\t{period_end:%Y%m%d}\n" if period_end else ""
@@ -135,7 +153,7 @@ def sgml_header(spec, company: Company, period_end: dt.date | None) -> str:
         f"\t\tCOMPANY CONFORMED NAME:\t\t\t{company.conformed}\n"
         f"\t\tCENTRAL INDEX KEY:\t\t\t{company.cik_padded}\n"
         f"\t\tSTATE OF INCORPORATION:\t\t\t{company.state_code}\n"
-        f"\t\tFISCAL YEAR END:\t\t\t{company.fye_month:02d}{31 if company.fye_month in (1, 3, 5, 7, 8, 10, 12) else 30}\n\n"
+        f"\t\tFISCAL YEAR END:\t\t\t{company.fye_month:02d}{_month_days(company.fye_month)}\n\n"
         "\tFILING VALUES:\n"
         f"\t\tFORM TYPE:\t\t{spec.form}\n\t\tSEC ACT:\t\t1934 Act\n"
         f"\t\tSEC FILE NUMBER:\t{company.file_number}\n\n"

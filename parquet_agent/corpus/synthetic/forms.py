@@ -213,7 +213,8 @@ def _annual(spec, company, book, name, rng, facts, data) -> list:
             bal + "\n\n", "### Segment Information\n\n", seg + "\n\n",
             "### Quarterly Results of Operations (Unaudited)\n\n", qt + "\n\n", None,
             "## Item 9A. Controls and Procedures\n\n", BOILERPLATE[1] + " " + BOILERPLATE[2] + "\n\n",
-            "## Signatures\n\n", BOILERPLATE[4] + "\n\n", f"{name}\n\nBy: /s/ {_person(rng)}\n\n"]
+            "## Signatures\n\n", BOILERPLATE[4] + "\n\n",
+            f"{name}\n\nBy: /s/ {_person(rng)}\n\nDate: {long_date(spec.filed)}\n\n"]
 
 
 def _quarterly(spec, company, book, name, rng, facts, data) -> list:
@@ -242,7 +243,8 @@ def _quarterly(spec, company, book, name, rng, facts, data) -> list:
             "## Item 2. Management's Discussion and Analysis of Financial Condition and Results of Operations\n\n",
             BOILERPLATE[0] + "\n\n", rev + "\n\n", None, "## Item 4. Controls and Procedures\n\n",
             BOILERPLATE[1] + "\n\n", "PART II. OTHER INFORMATION\n\n## Item 1A. Risk Factors\n\n", None,
-            "## Signatures\n\n", BOILERPLATE[4] + "\n\n", f"{name}\n\nBy: /s/ {_person(rng)}\n\n"]
+            "## Signatures\n\n", BOILERPLATE[4] + "\n\n",
+            f"{name}\n\nBy: /s/ {_person(rng)}\n\nDate: {long_date(spec.filed)}\n\n"]
 
 
 def latest_quarter(company: Company, filed: dt.date) -> tuple[int, int] | None:

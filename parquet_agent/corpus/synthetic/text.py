@@ -169,7 +169,7 @@ def _free_sentences(rnd: random.Random, tail: list[str], n: int) -> list[str]:
     words = gen.choice(len(vocab), size=int(lengths.sum()), p=p).tolist()
     out, i = [], 0
     for k in lengths.tolist():
-        w = [vocab[j] for j in words[i : i + k]]
+        w = [vocab[j] for n, j in enumerate(words[i : i + k]) if n == 0 or j != words[i + n - 1]]
         i += k
         w[0] = w[0].capitalize()
         out.append(" ".join(w) + ".")
