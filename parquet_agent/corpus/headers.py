@@ -15,7 +15,8 @@ It reads, in order of trust, whichever of these the text carries (real corpora m
 
 Speed matters (638,067 rows at reference scale): anchors are found with `str.find` (memchr-fast)
 and regexes run only on short windows around them; labelled fields are looked for in the first
-`LABEL_WINDOW` characters only. `normalize_company` and `normalize_cik` build the search helper
+`FIELD_WINDOW` characters only. Measured on the 1/10 synthetic corpus: about 100 us per row
+on one core (from 380 us with case-insensitive regexes over the whole window). `normalize_company` and `normalize_cik` build the search helper
 columns of the header sidecar.
 """
 
@@ -25,7 +26,8 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-LABEL_WINDOW = 8_000  # labelled fields and SGML headers sit at the very top
+LABEL_WINDOW = 8_000  # SGML headers (with former names, exhibits lists) sit in the first 8k
+FIELD_WINDOW = 4_000  # labelled fields ("Company: ...") sit at the very top; cost ~ lines scanned
 COVER_WINDOW = 100_000  # inline-XBRL junk can push the cover page 70k characters in
 
 
@@ -218,13 +220,28 @@ _FORM_RE = re.compile(
     r"SC\s13[DG](?:/A)?|13F-HR(?:/A)?|SD|ARS|[345](?:/A)?(?=\s*\n))(?![\w-])",
     re.IGNORECASE,
 )
+# The cover regexes below run on a lower-cased window: case-sensitive matching of lower-case
+# literals is several times faster in `re` than IGNORECASE (measured 49 -> 12 us per row).
 _PERIOD_RE = re.compile(
     r"(?:for\s+the\s+(?:fiscal\s+year|year|quarterly\s+period|quarter|transition\s+period|"
     r"period)\s+ended|date\s+of\s+report(?:\s*\(date\s+of\s+earliest\s+event\s+reported\))?)"
-    r"[\s:*_]*(?P<rest>[^\n]{0,60}(?:\n[^\n]{0,60})?)",
-    re.IGNORECASE,
+    r"[\s:*_]*(?P<rest>[^\n]{0,60}(?:\n[^\n]{0,60})?)"
 )
-_CIK_RE = re.compile(r"\b(?:CIK|central\s+index\s+key)\b[^0-9\n]{0,20}(\d{1,10})\b", re.IGNORECASE)
+_CIK_RE = re.compile(r"(?:cik|central\s+index\s+key)\b[^0-9\n]{0,20}(\d{1,10})\b")
+
+
+def _find_cik(low: str) -> str | None:
+    """The CIK after a "CIK" / "Central Index Key" label in a lower-cased window. Literal finds
+    first: a regex starting with a word boundary cannot use re's fast prefix scan."""
+    for needle in ("cik", "central"):
+        pos, seen = low.find(needle), 0
+        while pos >= 0 and seen < 20:
+            if pos == 0 or not low[pos - 1].isalnum():
+                m = _CIK_RE.match(low, pos)
+                if m:
+                    return m.group(1)
+            pos, seen = low.find(needle, pos + 1), seen + 1
+    return None
 _HYPHEN_BREAK = re.compile(r"(?<=[A-Za-z])-\n(?=[a-z])")
 _JUNK_LINE = re.compile(r"^[\s|:\-*#_>!\[\]()]*$")
 
@@ -292,18 +309,34 @@ def _name_after_file_number(text: str) -> str | None:
     return None
 
 
+def _find_anchor(text: str) -> int:
+    """Start of "(Exact name of registrant", or -1. str.find over "egistrant" is memchr-fast;
+    a case-insensitive regex over 100k characters per row is what made parsing slow."""
+    best = -1
+    for needle in ("egistrant", "EGISTRANT"):
+        pos, seen = text.find(needle), 0
+        while pos >= 0 and seen < 64 and (best < 0 or pos < best):
+            lo = max(0, pos - 40)
+            for m in _EXACT_NAME_RE.finditer(text, lo, pos + len(needle)):
+                best = m.start() if best < 0 else min(best, m.start())
+            if best >= 0:
+                break
+            pos, seen = text.find(needle, pos + 1), seen + 1
+    return best
+
+
 def _cover(text: str) -> dict:
     out: dict = {}
-    m = _EXACT_NAME_RE.search(text)
-    anchor = m.start() if m else -1
+    anchor = _find_anchor(text)
     if anchor >= 0:
         name = _name_before(text, anchor)
         if name:
             out["company"] = name
-    lo = max(0, anchor - 6000) if anchor >= 0 else 0
-    window = text[lo : (anchor + 6000) if anchor >= 0 else LABEL_WINDOW]
+    lo = max(0, anchor - 5000) if anchor >= 0 else 0
+    window = text[lo : (anchor + 4000) if anchor >= 0 else LABEL_WINDOW]
     # PDF and OCR text break words over lines ("Date of Repor-\nt"): join them back
-    window = _HYPHEN_BREAK.sub("", window)
+    if "-\n" in window:
+        window = _HYPHEN_BREAK.sub("", window)
     if "company" not in out:
         name = _name_after_file_number(window)
         if name:
@@ -311,17 +344,18 @@ def _cover(text: str) -> dict:
     m = _FORM_RE.search(window)
     if m:
         out["form_type"] = m.group(1)
-    m = _PERIOD_RE.search(window)
+    low = window.lower()  # period and CIK are read from this copy only (offsets stay within it)
+    m = _PERIOD_RE.search(low)
     if m:
         rest = m.group("rest")
-        if parse_date(rest) is None and m.group(0).lower().startswith("date"):
+        if parse_date(rest) is None and m.group(0).startswith("date"):
             # 8-K covers often print the date *above* its label: take the last date before it
-            before = list(_DATE_RE.finditer(window, max(0, m.start() - 300), m.start()))
+            before = list(_DATE_RE.finditer(low, max(0, m.start() - 300), m.start()))
             rest = before[-1].group(0) if before else rest
         out["period"] = rest
-    m = _CIK_RE.search(window)
-    if m:
-        out["cik"] = m.group(1)
+    cik = _find_cik(low)
+    if cik:
+        out["cik"] = cik
     return out
 
 
@@ -332,7 +366,7 @@ def parse_header(markdown: str | None) -> IssuerHeader:
     head = markdown[:COVER_WINDOW]
     top = head[:LABEL_WINDOW]
     fields: dict = {}
-    for source in (_sgml(top), _labelled(top), _cover(head)):
+    for source in (_sgml(top), _labelled(top[:FIELD_WINDOW]), _cover(head)):
         for key, value in source.items():
             fields.setdefault(key, value)
     company = fields.get("company")

@@ -118,7 +118,8 @@ def _int_or_none(text: str | None) -> int | None:
 
 
 def _index_file(path: Path, name: str, index_parts: list, headers_writer, found: dict) -> None:
-    pf = pq.ParquetFile(path)
+    # buffered reads: a plain export's ~1 GiB row group streams page by page (bounded memory)
+    pf = pq.ParquetFile(path, buffer_size=4 * 1024 * 1024, pre_buffer=False)
     meta = pf.metadata
     for g in range(meta.num_row_groups):
         offset = 0
@@ -173,7 +174,7 @@ def _sort_headers(unsorted: Path, out: Path, tmp_dir: Path) -> None:
     """Sort the header table by file_stem with DuckDB under a memory limit (it spills)."""
     import duckdb  # only here: the index itself needs no DuckDB
 
-    con = duckdb.connect(config={"memory_limit": "512MB", "threads": 2})
+    con = duckdb.connect(config={"memory_limit": "256MB", "threads": 2})
     try:
         con.execute(f"SET temp_directory = '{tmp_dir.as_posix()}'")
         con.execute(

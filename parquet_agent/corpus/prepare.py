@@ -11,7 +11,7 @@ Memory stays bounded whatever the source layout (a plain export has one ~1 GiB r
 file; pyarrow cannot read less than a page, but `iter_batches` decodes a few hundred rows at a
 time):
 1. read only `file_stem` and `char_count` of a file and cut the sorted stems into ranges of about
-   `bucket_mib` of text each;
+   `bucket_mib` (64) of text each;
 2. stream the file in batches, appending each row to the spill file of its range (a small
    per-range buffer), and fingerprint every source row on the way;
 3. for each range in order: read its spill file (≤ about `bucket_mib` of text), sort, and write
@@ -51,6 +51,7 @@ from parquet_agent.errors import CorpusError
 BATCH_ROWS = 256
 SPILL_BUFFER_BYTES = 4 * 1024 * 1024  # per range; flushed to its spill file when full
 MASK128 = (1 << 128) - 1
+READ_BUFFER_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -98,22 +99,31 @@ class PrepareResult:
         )
 
 
-def _fingerprints(table: pa.Table) -> tuple[int, int, int]:
-    """(sum of row fingerprints mod 2**128, rows, md5 mismatches) for a batch in CORPUS_SCHEMA."""
-    cols = {c: table.column(c).to_pylist() for c in COLUMNS}
+def _fingerprints(table: pa.Table, *, check_md5: bool = False) -> tuple[int, int, int]:
+    """(sum of row fingerprints mod 2**128, rows, md5 mismatches) for a batch in CORPUS_SCHEMA.
+
+    A row's fingerprint covers every small column and xxh3-128 of `parsed_md` (>10 GB/s, so the
+    read-back pass costs little); `check_md5` also recomputes MD5 of the text (~0.5 GB/s) to
+    count rows whose `md5` column is wrong; the source pass does that once."""
+    small = [c for c in COLUMNS if c != "parsed_md"]
+    cols = {c: table.column(c).to_pylist() for c in small}
+    texts = table.column("parsed_md").to_pylist()
+    md5s = cols["md5"]
     total, bad = 0, 0
-    for i in range(table.num_rows):
-        text = cols["parsed_md"][i]
-        real = hashlib.md5(text.encode("utf-8")).hexdigest() if text is not None else None
-        if real != cols["md5"][i]:
+    for i, text in enumerate(texts):
+        raw = text.encode("utf-8") if text is not None else None
+        if check_md5 and (hashlib.md5(raw).hexdigest() if raw is not None else None) != md5s[i]:
             bad += 1
-        key = "\x1f".join(repr(cols[c][i]) for c in COLUMNS if c != "parsed_md") + "\x1f" + repr(real)
+        key = "\x1f".join(repr(cols[c][i]) for c in small)
+        key += "\x1f" + (xxhash.xxh3_128_hexdigest(raw) if raw is not None else "None")
         total = (total + xxhash.xxh3_128_intdigest(key.encode("utf-8"))) & MASK128
     return total, table.num_rows, bad
 
 
 def _batches(path: Path):
-    pf = pq.ParquetFile(path)
+    # buffered, not pre-buffered: a plain export's ~1 GiB row group is streamed page by page
+    # instead of its whole column chunk (170+ MiB compressed) being loaded at once
+    pf = pq.ParquetFile(path, buffer_size=READ_BUFFER_BYTES, pre_buffer=False)
     for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=list(COLUMNS)):
         yield pa.Table.from_batches([batch]).cast(CORPUS_SCHEMA)
 
@@ -146,7 +156,7 @@ def _prepare_file(
     writer = LayoutWriter(out_path, row_group_text_bytes=group_bytes)
     if is_sorted:
         for table in _batches(path):
-            s, n, b = _fingerprints(table)
+            s, n, b = _fingerprints(table, check_md5=True)
             src_sum, src_rows, bad = (src_sum + s) & MASK128, src_rows + n, bad + b
             writer.write(table)
     else:
@@ -167,7 +177,7 @@ def _prepare_file(
             buffers[i], buffered[i] = [], 0
 
         for table in _batches(path):
-            s, n, b = _fingerprints(table)
+            s, n, b = _fingerprints(table, check_md5=True)
             src_sum, src_rows, bad = (src_sum + s) & MASK128, src_rows + n, bad + b
             stems = table.column("file_stem").to_pylist()
             which = pa.array([bisect.bisect_right(bounds, st) for st in stems], pa.int32())
@@ -186,10 +196,11 @@ def _prepare_file(
         for i in range(k):
             if spill_writers[i] is None:
                 continue
-            bucket = pq.read_table(spill_paths[i]).sort_by("file_stem")
-            for start in range(0, bucket.num_rows, 4096):
-                writer.write(bucket.slice(start, 4096))
-            del bucket
+            bucket = pq.read_table(spill_paths[i])
+            order = pc.sort_indices(bucket, [("file_stem", "ascending")])
+            for start in range(0, bucket.num_rows, 256):  # sorted copies in small slices only
+                writer.write(bucket.take(order.slice(start, 256)))
+            del bucket, order
             spill_paths[i].unlink()
     written = writer.close()
     info = PreparedFile(
@@ -217,7 +228,7 @@ def prepare(
     out: str | Path,
     *,
     row_group_mib: float = 12,
-    bucket_mib: float = 128,
+    bucket_mib: float = 64,
 ) -> PrepareResult:
     """Rewrite the corpus in `src` into the tool-ready layout in `out` (see the module doc)."""
     started = time.monotonic()
