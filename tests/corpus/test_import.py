@@ -189,7 +189,11 @@ def test_financebench_page_marked_text_imports_with_manifest_metadata(tmp_path):
     shutil.copy(FB / "corpus_manifest.jsonl", src)
     for name in ("3M_2018_10K", "AMCOR_2023Q2_10Q"):
         shutil.copy(FB / "docs_md" / f"{name}.md", src / "docs_md")
+    (src / "questions").mkdir()  # has doc_name and cik too, but describes questions, not files
+    shutil.copy(FB / "questions" / "financebench_eval.jsonl", src / "questions")
     result = import_corpus(src, tmp_path / "out", index=False)
+    assert result.metadata_files == ("corpus_manifest.jsonl",)
+    assert "not a FinanceBench corpus_manifest" in result.skipped[0].reason
     by_source = {Path(f.source).stem: f for f in result.imported}
     three_m = by_source["3M_2018_10K"]
     assert (three_m.file_stem, three_m.accession, three_m.year, three_m.month) == (

@@ -219,8 +219,9 @@ def import_corpus(
             try:
                 if kind == "crawler_csv":
                     crawler.update(load_crawler_metadata(path))
-                else:
-                    fb.update(load_financebench_manifest(path))
+                else:  # the first manifest to describe a document wins
+                    for name, row in load_financebench_manifest(path).items():
+                        fb.setdefault(name, row)
                 metadata_files.append(rel)
             except (ValueError, KeyError, UnicodeDecodeError) as exc:
                 skipped.append(Skipped(rel, f"metadata file unreadable: {exc}"))

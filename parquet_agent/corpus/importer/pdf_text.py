@@ -21,7 +21,8 @@ from parquet_agent.corpus.importer.records import Converted, Fact, normalize_cik
 
 PAGE_MARKER = re.compile(r"^<!-- page (\d+) -->$", re.M)
 _FORMS = {"10k": "10-K", "10q": "10-Q", "8k": "8-K", "10k_annualreport": "10-K"}
-_MANIFEST_KEYS = {"doc_name", "cik", "doc_type", "doc_period"}
+# a corpus manifest row describes a file (`file`, `md5`); question files also carry doc_name/cik
+_MANIFEST_KEYS = {"doc_name", "file", "md5", "cik", "accession_number", "doc_type", "doc_period"}
 
 
 def is_page_marked(head: bytes) -> bool:
