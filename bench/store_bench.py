@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from parquet_agent.experiment_config import ExperimentConfig, model_to_dict  # noqa: F401
+from parquet_agent.experiment_config import ExperimentConfig
 from parquet_agent.models.factory import build_model
 from parquet_agent.models.fakes import FakeReply, FakeToolCall, openai_server
 from parquet_agent.models.protocol import ModelRequest, SystemMessage, ToolMessage, UserMessage

@@ -25,9 +25,9 @@ Keys (the contract's keys, unchanged, plus documented optional ones):
   variable's name, never the key), `base_url`, `provider_pin` (list of upstream names),
   `temperature` (0-2), `reasoning_effort` (`none|minimal|low|medium|high|xhigh|max`).
 - `[limits]`: `max_tool_calls` (12), `max_rounds` (16), `case_workers` (4), `data_workers` (1),
-  `cache` (`on|off`), and optional: `max_answer_attempts` (HTTP attempts per answer-model call,
-  retries included, 3), `max_judge_attempts` (judge calls before a judgment is recorded as
-  unscored, 2), `max_case_tokens` and `max_case_cost_usd` (per-case caps, none by default).
+  `cache` (`on|off`), and optional: `max_judge_attempts` (judge calls before a malformed
+  judgment is recorded as unscored, 2), `max_case_tokens` and `max_case_cost_usd` (per-case
+  caps, none by default). HTTP attempts per model call are the model's own `max_attempts`.
 
 Relative paths resolve against the TOML file's folder (or `base_dir` for objects / dicts; the
 current directory when none is given). `to_dict()` is the JSON form frozen into the manifest;
@@ -255,7 +255,6 @@ class Limits:
     case_workers: int = 4
     data_workers: int = 1
     cache: str = "on"
-    max_answer_attempts: int = 3
     max_judge_attempts: int = 2
     max_case_tokens: int | None = None
     max_case_cost_usd: float | None = None
@@ -264,7 +263,7 @@ class Limits:
     def __post_init__(self) -> None:
         w = self._where
         minimum = {"max_tool_calls": 0, "max_rounds": 1, "case_workers": 1, "data_workers": 1,
-                   "max_answer_attempts": 1, "max_judge_attempts": 1}
+                   "max_judge_attempts": 1}
         for key, low in minimum.items():
             value = getattr(self, key)
             _check_type(_join(w, key), value, int, f"an integer >= {low}")
