@@ -208,3 +208,22 @@ def test_financebench_page_marked_text_imports_with_manifest_metadata(tmp_path):
     assert (h.form_type, h.cik) == ("10-K", "66740")
     manifest_rows = [json.loads(x) for x in (FB / "corpus_manifest.jsonl").open()]
     assert len(manifest_rows) == 138
+
+
+def test_the_tools_find_imported_filings_by_cik_and_read_them(imported):
+    from parquet_agent.tools import Tools
+
+    _, rows, out = imported
+    tools = Tools.open(out, strategy="sql+stream")
+    try:
+        found = tools.call("search_headers", query="913951")  # the CIK without zero padding
+        assert found.ok, found.error
+        assert "0001011438-98-000429" in found.model_text()
+        read = tools.call("read_filing", file_stem="0001001039-17-000045", max_chars=400)
+        assert read.ok, read.error
+        assert "WALT DISNEY CO/" in read.model_text()
+        sql = tools.call("sql", query="SELECT count(*) AS n, count(accession) AS with_cik FROM filings")
+        assert sql.ok, sql.error
+        assert json.loads(sql.model_text())["rows"] == [[5, 4]]  # Sophiris has no CIK
+    finally:
+        tools.close()
