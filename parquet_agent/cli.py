@@ -20,6 +20,7 @@ _COMMAND_MODULES = (
     "parquet_agent.models.commands",
     "parquet_agent.experiment_commands",
     "parquet_agent.report.commands",
+    "parquet_agent.bench.commands",
 )
 
 
