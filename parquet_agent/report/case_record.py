@@ -22,6 +22,7 @@ journal or pack order, no clock reads.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,7 +68,7 @@ class RunSource:
         try:
             run = Run(run_dir, writable=False)
             manifest = run.manifest
-            raw = RawStore(run.dir, writable=False)
+            raw = run.raw  # read-only (the run is): one scan of the packs serves both
         except (RunError, ValueError, OSError) as exc:
             raise ExportError(f"{run_dir}: cannot read the run: {exc}") from exc
         names: dict[str, list[str]] = {}
@@ -132,9 +133,18 @@ def _offsets(output: Any) -> list[dict[str, Any]]:
     return spans
 
 
+def _compact_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def _tool_call(event: Event) -> dict[str, Any]:
     d = event.data
     args = d.get("arguments") or {}
+    # The text sent back for an ok call is the compact JSON of its output (tools.ToolResult.
+    # model_text); keeping both would double the largest part of a record, so the text is
+    # kept only when it is something else. The exact text is also in the next request.
+    text = d.get("model_text")
+    from_output = bool(d.get("ok")) and text is not None and text == _compact_json(d.get("output"))
     return {
         "turn": d.get("turn"), "call_id": d.get("call_id"), "name": d.get("name"),
         "arguments": args,
@@ -146,7 +156,8 @@ def _tool_call(event: Event) -> dict[str, Any]:
         "cache_hit": bool(d.get("cache_hit")), "timings": d.get("timings") or {},
         "worker_id": d.get("worker_id"), "peak_rss_bytes": d.get("peak_rss_bytes"),
         "offsets": _offsets(d.get("output")), "output": d.get("output"),
-        "model_text": d.get("model_text"), "at": event.at,
+        "model_text": None if from_output else text, "model_text_is_output_json": from_output,
+        "at": event.at,
     }
 
 

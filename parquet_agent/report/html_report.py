@@ -4,12 +4,15 @@
 
 The page is `assets/report.html` with `assets/report.css` and `assets/report.js` inlined. Data:
 the index rows in `<script type="application/json" id="index-data">` and each case record in its
-own `<script type="application/json" id="case-<n>">` block (n = row number), which the script
-parses only when that case is opened, so hundreds of cases stay quick.
+own `<script type="application/x-case-deflate-base64" id="case-<n>">` block (n = row number):
+the record's JSON, zlib-deflated and base64-encoded. The browser decodes a block only when its
+case is opened (`DecompressionStream("deflate")`, built into every current browser, no network),
+so a 400-case page is ~6x smaller than plain JSON and the table is interactive at once.
 
 Safety, in layers:
 - embedded JSON has every `<` written as `\\u003c`, so no text can close the script element or
-  open a comment; JSON.parse gives the original string back;
+  open a comment; JSON.parse gives the original string back; case blocks are base64, which has
+  no `<` at all;
 - the script puts text on the page only through text nodes (never innerHTML or attributes that
   navigate), and shows control and bidi characters as visible marks;
 - a Content-Security-Policy allows only this page's own script and style (by sha256), no
@@ -25,10 +28,12 @@ import hashlib
 import html
 import json
 import re
+import zlib
 from importlib import resources
 from typing import Any
 
 
+_LEVEL = 1  # deflate level: 0.35 s for 31 MB of records on 2 cores, 6x smaller; 6 costs 2x
 _PLACEHOLDER = re.compile(r"__([A-Z_]+?)__")
 
 
@@ -86,12 +91,16 @@ def _summary_table(summary: dict[str, Any]) -> str:
 
 
 def render_report(run_id: str, summary: dict[str, Any], rows: list[dict[str, Any]],
-                  records: list[dict[str, Any]]) -> bytes:
-    """The whole report.html as UTF-8 bytes (deterministic for the same inputs)."""
+                  case_texts: list[str]) -> bytes:
+    """The whole report.html as UTF-8 bytes (deterministic for the same inputs).
+
+    `case_texts` are the case records as JSON text, in row order (`exporter.case_json`)."""
     script, style = _asset("report.js"), _asset("report.css")
     index = {"schema_version": 1, "run_id": run_id, "run_dir_hint": ".", "rows": rows}
-    cases = "\n".join(f'<script type="application/json" id="case-{n}">{embed_json(r)}</script>'
-                      for n, r in enumerate(records))
+    cases = "\n".join(
+        f'<script type="application/x-case-deflate-base64" id="case-{n}">'
+        f'{base64.b64encode(zlib.compress(text.encode("utf-8"), _LEVEL)).decode()}'
+        "</script>" for n, text in enumerate(case_texts))
     values = {"SCRIPT_HASH": _csp_hash(script), "STYLE_HASH": _csp_hash(style),
               "TITLE": html.escape(run_id), "STYLE": style, "SUMMARY": _summary_table(summary),
               "SCRIPT": script, "INDEX": embed_json(index), "CASES": cases}

@@ -3,8 +3,9 @@
  * Every string shown comes from model output or filings: it is untrusted. It only ever reaches
  * the page through text nodes (never innerHTML, never an href or event attribute), and control
  * and bidi-override characters are shown as visible ⟨U+XXXX⟩ marks so they cannot hide or
- * reorder what an auditor reads. The data lives in <script type="application/json"> blocks
- * (with "<" escaped by the exporter); a case's block is parsed only when the case is opened.
+ * reorder what an auditor reads. The index lives in a <script type="application/json"> block
+ * (with "<" escaped by the exporter); each case's record in a deflated base64 block that is
+ * decoded (DecompressionStream, no network) only when the case is opened.
  */
 (function () {
   "use strict";
@@ -158,6 +159,9 @@
       box.appendChild(folded("returned data", pre(pretty(t.output))));
       if (t.model_text !== null && t.model_text !== undefined)
         box.appendChild(folded("text sent back to the model (exact)", pre(t.model_text)));
+      else if (t.model_text_is_output_json)
+        box.appendChild(el("div", "muted", "sent back to the model as the compact JSON of the " +
+          "returned data (exactly as in the next request)"));
       s.appendChild(box);
     });
     return s;
@@ -231,12 +235,24 @@
         pre(c.raw_files.join("\n"))));
     return s;
   }
-  function renderCase(n) {
-    var c = JSON.parse(byId("case-" + n).textContent);
+  function renderCase(c) {
     var box = el("div", "case-detail");
     [sec1, sec2, sec3, sec4, sec5, sec6].forEach(function (f) { box.appendChild(f(c)); });
     box.appendChild(el("p", "muted", "Case record: " + c.links.case + "; journal: " + fmt(c.links.journal)));
     return box;
+  }
+  /* A case block is its record's JSON, deflated and base64-encoded by the exporter. */
+  function loadCase(n) {
+    var b64 = byId("case-" + n).textContent.trim();
+    var bytes;
+    if (Uint8Array.fromBase64) bytes = Uint8Array.fromBase64(b64);
+    else {
+      var bin = atob(b64);
+      bytes = new Uint8Array(bin.length);
+      for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    }
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
+    return new Response(stream).text().then(JSON.parse);
   }
 
   /* -- the table and its filters --------------------------------------------------------- */
@@ -267,8 +283,13 @@
     }
     d = el("tr", "detail");
     d.setAttribute("data-detail-for", rows[i].case_id);
-    var td = el("td", null, renderCase(i));
+    var td = el("td", null, el("p", "muted", "decoding the case record\u2026"));
     td.colSpan = COLS;
+    loadCase(i).then(function (c) { td.replaceChildren(renderCase(c)); }, function (e) {
+      td.replaceChildren(el("p", "status-failed", "cannot decode this case's record: " + e +
+        "; read " + rows[i].case_json + " instead"));
+      console.error(e);
+    });
     d.appendChild(td);
     tr.parentNode.insertBefore(d, tr.nextSibling);
     details[i] = d;

@@ -1,0 +1,77 @@
+"""The commands as a user runs them (real processes): `parquet-agent export`, `parquet-agent raw`,
+`python -m parquet_agent.case_audit` and its report-package twin."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from parquet_agent.report.case_record import RunSource, build_case
+from parquet_agent.store import read_raw
+from tests.report.conftest import INCOMPLETE_CASE, fresh_copy
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, timeout=120)
+
+
+def test_export_command_rebuilds_a_saved_run(offline_run, tmp_path):
+    run_dir = fresh_copy(offline_run, tmp_path)
+    proc = _run("-m", "parquet_agent", "export", str(run_dir))
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "exported 6 cases" in proc.stdout.decode()
+    assert (run_dir / "report.html").exists() and (run_dir / "cases-index.csv").exists()
+    bad = _run("-m", "parquet_agent", "export", str(tmp_path / "nope"))
+    assert bad.returncode == 2 and b"not a run folder" in bad.stderr
+
+
+def test_raw_command_prints_the_exact_bytes(http_run):
+    path = f"raw/{INCOMPLETE_CASE}/turn-02.attempt-02.request.json"
+    proc = _run("-m", "parquet_agent", "raw", str(http_run), path)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout == read_raw(http_run, path)
+    missing = _run("-m", "parquet_agent", "raw", str(http_run), f"raw/{INCOMPLETE_CASE}/nope.json")
+    assert missing.returncode == 2
+    assert b"no such raw file" in missing.stderr and b"turn-01.attempt-01" in missing.stderr
+
+
+def test_case_audit_prints_one_case_readably(http_run):
+    proc = _run("-m", "parquet_agent.case_audit", str(http_run), "--question", "Q001",
+                "--model", "fake-b", "--method", "sql+stream")
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = proc.stdout.decode()
+    for n in range(1, 7):
+        assert f"== {n}. " in out
+    assert "Northwind" in out and "correctness 0.0" in out
+    # terminal safety: the ANSI escape, NUL and bidi override arrive as visible marks
+    assert "\x1b" not in out and "\x00" not in out and "\u202e" not in out
+    assert "<U+001B>[31m" in out and "<U+202E>evil-rtl" in out
+    assert '"method": "POST"' not in out  # without --full the exact requests are only named
+
+
+def test_case_audit_full_and_json(http_run):
+    full = _run("-m", "parquet_agent.case_audit", str(http_run), "--question", "Q002",
+                "--model", "openai/gpt-fake-a", "--method", "sql", "--full")
+    assert full.returncode == 0, full.stderr.decode()
+    out = full.stdout.decode()
+    assert '"method": "POST"' in out and "tool outputs not in latest request: late-1" in out
+    assert "[MISSING]" in out
+    as_json = _run("-m", "parquet_agent.report.case_audit", str(http_run), "--question", "Q002",
+                   "--model", "gpt-fake-a", "--method", "sql", "--json")
+    assert as_json.returncode == 0, as_json.stderr.decode()
+    source = RunSource.open(http_run)
+    assert json.loads(as_json.stdout) == build_case(source, INCOMPLETE_CASE)
+
+
+def test_case_audit_lists_what_exists_for_a_wrong_question_model_or_method(http_run):
+    proc = _run("-m", "parquet_agent.case_audit", str(http_run), "--question", "Q999",
+                "--model", "gpt-9", "--method", "vector")
+    assert proc.returncode == 2
+    err = proc.stderr.decode()
+    assert "question 'Q999' is not in this run; it has: Q001, Q002, Q003" in err
+    assert "fake-a (openai/gpt-fake-a)" in err and "fake-b (openai/gpt-fake-b)" in err
+    assert "method 'vector' is not in this run; it has: sql, sql+stream" in err
