@@ -354,7 +354,11 @@ class _DriftWatch:
 
 
 class _TreeMemory:
-    """Samples the resident memory of this process and all its children."""
+    """Samples the memory of this process and all its children.
+
+    Uses PSS (proportional set size) where the kernel reports it: forked workers share most
+    pages with their fork server, and summing RSS would count those pages once per process.
+    """
 
     def __init__(self, interval_s: float = 0.2):
         self.peak = 0
@@ -375,7 +379,7 @@ class _TreeMemory:
         total = 0
         for proc in [me, *me.children(recursive=True)]:
             try:
-                total += proc.memory_info().rss
+                total += _pss(proc)
             except psutil.Error:
                 continue
         self.peak = max(self.peak, total)
@@ -383,6 +387,13 @@ class _TreeMemory:
     def _loop(self) -> None:
         while not self._stop.wait(self._interval):
             self._sample()
+
+
+def _pss(proc: psutil.Process) -> int:
+    try:
+        return proc.memory_full_info().pss
+    except (AttributeError, psutil.AccessDenied):
+        return proc.memory_info().rss
 
 
 def _export_if_available(run_dir: Path) -> None:
