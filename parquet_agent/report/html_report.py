@@ -83,23 +83,25 @@ def _summary_table(summary: dict[str, Any]) -> str:
         out.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in cells) + "</tr>")
     out.append("</tbody></table>")
     run = summary.get("run") or {}
-    out.append(f"<p class=\"muted\">{summary.get('cases', 0)} cases · "
-               f"{html.escape(json.dumps(summary.get('status_counts', {}), sort_keys=True))} · "
+    counts = summary.get("status_counts", {})
+    out.append(f"<p class=\"muted\">{summary.get('cases', 0)} cases: "
+               + ", ".join(f"{counts.get(s, 0)} {s}" for s in ("complete", "incomplete", "failed"))
+               + " · "
                f"run wall time {_fmt((run.get('wall_ms') or 0) / 1000)} s over "
                f"{run.get('sessions', 0)} session(s)</p>")
     return "".join(out)
 
 
 def render_report(run_id: str, summary: dict[str, Any], rows: list[dict[str, Any]],
-                  case_texts: list[str]) -> bytes:
+                  case_texts: list[bytes]) -> bytes:
     """The whole report.html as UTF-8 bytes (deterministic for the same inputs).
 
-    `case_texts` are the case records as JSON text, in row order (`exporter.case_json`)."""
+    `case_texts` are the case records as UTF-8 JSON, in row order (`exporter.case_json`)."""
     script, style = _asset("report.js"), _asset("report.css")
     index = {"schema_version": 1, "run_id": run_id, "run_dir_hint": ".", "rows": rows}
     cases = "\n".join(
         f'<script type="application/x-case-deflate-base64" id="case-{n}">'
-        f'{base64.b64encode(zlib.compress(text.encode("utf-8"), _LEVEL)).decode()}'
+        f'{base64.b64encode(zlib.compress(text, _LEVEL)).decode()}'
         "</script>" for n, text in enumerate(case_texts))
     values = {"SCRIPT_HASH": _csp_hash(script), "STYLE_HASH": _csp_hash(style),
               "TITLE": html.escape(run_id), "STYLE": style, "SUMMARY": _summary_table(summary),

@@ -120,7 +120,10 @@
   function sec2(c) {
     var s = section(2, "Tool counts, rounds, attempts, cost, timing");
     var t = c.tool_counts, pairs = [];
-    Object.keys(t).forEach(function (k) { pairs.push([k, t[k]]); });
+    // contract order (DESIGN.md), not the sorted order of the JSON keys
+    ["requested_by_model", "processed", "budgeted_attempts", "dispatched", "cache_hits",
+     "source_worker_runs", "errors", "budget_rejected", "model_rounds", "api_attempt_count"]
+      .forEach(function (k) { pairs.push([k, t[k]]); });
     pairs.push(["(counts from)", c.tool_counts_source]);
     s.appendChild(kv(pairs));
     s.appendChild(kv([
