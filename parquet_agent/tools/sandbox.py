@@ -109,17 +109,10 @@ def connect(limits: SandboxLimits) -> duckdb.DuckDBPyConnection:
 
 
 def connect_locked(
-    allowed: list[str],
-    views: dict[str, str],
-    limits: SandboxLimits,
-    base: duckdb.DuckDBPyConnection | None = None,
+    allowed: list[str], views: dict[str, str], limits: SandboxLimits
 ) -> duckdb.DuckDBPyConnection:
-    """A locked connection that can read exactly `allowed` (order matters, notes A.1).
-
-    `base` is the child's private copy of the server's pristine connection (see server.py);
-    without it a new connection is made. Can run once per child: the lock is irreversible.
-    """
-    con = base if base is not None else connect(limits)
+    """A new connection that can read exactly `allowed`, locked (order matters, notes A.1)."""
+    con = connect(limits)
     for name, select in views.items():
         con.execute(f"CREATE VIEW {name} AS {select}")
     con.execute("SET allowed_paths = " + _sql_list(allowed))
@@ -150,7 +143,15 @@ class Watchdog:
         self._start = time.monotonic()
         self._cpu0 = time.process_time()
         self.reason: str | None = None
+        self.phases: dict[str, float] = {}  # phase name -> ms since the previous mark
+        self._last = time.perf_counter()
         threading.Thread(target=self._run, daemon=True, name="watchdog").start()
+
+    def mark(self, phase: str) -> None:
+        """Record how long the phase that just ended took (benchmarks read these)."""
+        now = time.perf_counter()
+        self.phases[phase] = round((now - self._last) * 1000, 3)
+        self._last = now
 
     def watch(self, con: duckdb.DuckDBPyConnection) -> None:
         self._con = con

@@ -1,9 +1,11 @@
 """The fork server: a single-threaded process that forks one sandboxed child per tool call.
 
 Started once per `Tools` (see `pool.py`) as `python -m parquet_agent.tools.server` with an
-allow-listed environment. It preloads duckdb and pyarrow but never opens a connection; it opens
-the snapshot files read-only (as the caller, so the children can read them after dropping
-privileges) and then serves length-prefixed JSON frames on stdin/stdout:
+allow-listed environment. Before serving it opens the snapshot files read-only (as the caller,
+so children can read them after dropping privileges), parses their footers, builds the lookup
+structures (`lookup.py`) and two already-locked DuckDB connections (`_prepare`): every child
+inherits all of it copy-on-write instead of paying for it per call. It runs no agent input
+itself. Then it serves length-prefixed JSON frames on stdin/stdout:
 
     -> {"config": {...}}                       once: files, index, limits, drop_to
     <- {"ready": true, "pid", "threads", ...}
@@ -20,6 +22,7 @@ It exits when its stdin closes, killing any child still running.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
 import os
 import selectors
@@ -111,7 +114,8 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> None:  # pragma: no cover - 
     write_frame(
         stdout_fd,
         {"ready": True, "pid": os.getpid(), "threads": threads, "uid": os.getuid(),
-         "drop_to": config.get("drop_to"), "preconnected": ctx.base is not None,
+         "drop_to": config.get("drop_to"), "corpus_con_inherited": ctx.corpus_con is not None,
+         "empty_con_inherited": ctx.empty_con is not None,
          "rss_bytes": _rss_bytes(), "prepare_ms": ctx_ms},
     )
 
@@ -178,7 +182,8 @@ def _prepare(config: dict, files: dict[str, int]):  # pragma: no cover - runs in
 
     from parquet_agent.tools.lookup import HEADER_COLUMNS, INDEX_COLUMNS, HeaderSearch, RowIndex
     from parquet_agent.tools.render import OutputLimits
-    from parquet_agent.tools.sandbox import SandboxLimits, connect, fd_path
+    from parquet_agent.tools.gate import parse_select
+    from parquet_agent.tools.sandbox import SandboxLimits, connect_locked, fd_path, read_parquet_sql
     from parquet_agent.tools.worker import Context
 
     limits = SandboxLimits(**config["limits"])
@@ -194,11 +199,24 @@ def _prepare(config: dict, files: dict[str, int]):  # pragma: no cover - runs in
     # with threads=1 and async_threads=0 DuckDB starts no thread (checked: fork from a threaded
     # process is not safe, so with any extra thread the children connect themselves).
     _release_freed_memory()
-    base = connect(limits)
+    # Two locked DuckDB connections, made once here and copied into every child by fork: one
+    # reads exactly the snapshot files through the view `filings`, one reads no file at all
+    # (scoped queries run over a registered one-row table). A child's own connect, views, SETs
+    # and lock cost ~15-25 ms of CPU per call; the copies cost nothing. Safe because each child
+    # gets a private copy of a pristine, already-locked database (nothing carries from one call
+    # to the next), the server runs only a fixed warm-up statement on them, and with threads=1
+    # and async_threads=0 DuckDB starts no thread (checked: fork from a threaded process is
+    # not safe, so with any extra thread the children connect themselves).
+    paths = [fd_path(fd) for fd in files.values()]
+    corpus_con = connect_locked(paths, {"filings": read_parquet_sql(paths)}, limits)
+    empty_con = connect_locked([], {}, limits)
+    for con in (corpus_con, empty_con):  # warm the parser and json_serialize_sql once
+        con.execute(parse_select(con, "SELECT 1")).fetchall()
     if len(os.listdir("/proc/self/task")) != 1:
-        base.close()
-        base = None
-    return Context(
+        corpus_con.close()
+        empty_con.close()
+        corpus_con = empty_con = None
+    ctx = Context(
         files=files,
         limits=limits,
         output=OutputLimits(**config["output"]),
@@ -206,8 +224,32 @@ def _prepare(config: dict, files: dict[str, int]):  # pragma: no cover - runs in
         metadata=metadata,
         row_index=row_index,
         header_search=header_search,
-        base=base,
+        corpus_con=corpus_con,
+        empty_con=empty_con,
     )
+    if corpus_con is not None and not _corpus_con_works_in_child(ctx):
+        # DuckDB resolves /proc/self/fd/N to the file's real path when it can. When the worker
+        # uid cannot traverse the corpus folder (e.g. a 0700 parent as root), the child sees
+        # another path than the server did, so each child must set its allow-list itself.
+        corpus_con.close()
+        ctx = dataclasses.replace(ctx, corpus_con=None)
+    return ctx
+
+
+def _corpus_con_works_in_child(ctx) -> bool:  # pragma: no cover - runs in the server
+    from parquet_agent.tools.sandbox import harden
+
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            harden(set(ctx.files.values()), ctx.limits, ctx.drop_to)
+            ctx.corpus_con.execute("SELECT count(*) FROM (SELECT 1 FROM filings LIMIT 1)").fetchall()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
 def _read(path: str, columns: tuple[str, ...]):  # pragma: no cover - runs in the server

@@ -62,7 +62,9 @@ class Context:
     metadata: dict[str, pq.FileMetaData] = field(default_factory=dict)  # parsed footers
     row_index: RowIndex | None = None
     header_search: HeaderSearch | None = None
-    base: duckdb.DuckDBPyConnection | None = None  # pristine, unlocked; see server.py
+    # Locked connections made by the server (see server.py); None: each child connects itself.
+    corpus_con: duckdb.DuckDBPyConnection | None = None  # reads exactly the snapshot files
+    empty_con: duckdb.DuckDBPyConnection | None = None  # reads no file
 
     def fd_names(self) -> dict[int, str]:
         return {fd: name for name, fd in self.files.items()}
@@ -73,7 +75,9 @@ def run_child(job: dict, result_fd: int, ctx: Context) -> None:  # pragma: no co
     try:
         harden(keep, ctx.limits, ctx.drop_to)
         watchdog = Watchdog(ctx.limits)
+        watchdog.mark("harden")
         answer = _run(job, ctx, watchdog)
+        answer["phases_ms"] = watchdog.phases
     except BaseException as exc:  # noqa: BLE001 - the child must always answer
         answer = {"ok": False, "error": {"kind": "worker_crashed", "message": f"{type(exc).__name__}: {exc}"}}
     data = json.dumps(answer, ensure_ascii=False).encode("utf-8", "replace")
@@ -157,8 +161,7 @@ def _dispatch(tool: str, args: dict, ctx: Context, watchdog: Watchdog) -> tuple[
     if tool == "search_headers":
         return _search_headers(ctx, watchdog, **args)
     if tool == "probe":
-        con = connect_locked([], {}, ctx.limits, ctx.base)
-        return con.execute("SELECT 42").fetchone()[0], None
+        return _empty_con(ctx).execute("SELECT 42").fetchone()[0], None
     raise JobError("unknown_tool", f"no such job {tool!r}")
 
 
@@ -168,17 +171,23 @@ def _corpus_paths(ctx: Context) -> list[str]:
 
 def _sql(query: str, file_stem: str | None, ctx: Context, watchdog: Watchdog) -> tuple[Any, Any]:
     if file_stem is None:
-        paths = _corpus_paths(ctx)
-        con = connect_locked(paths, {"filings": read_parquet_sql(paths)}, ctx.limits, ctx.base)
+        con = ctx.corpus_con
+        if con is None:
+            paths = _corpus_paths(ctx)
+            con = connect_locked(paths, {"filings": read_parquet_sql(paths)}, ctx.limits)
     else:
         row = _locate_row(file_stem, None, ctx)
-        con = connect_locked([], {}, ctx.limits, ctx.base)  # the agent's query can read no file at all
+        watchdog.mark("locate")
+        con = _empty_con(ctx)  # the agent's query can read no file at all
         con.register("filing", row)
     watchdog.watch(con)
+    watchdog.mark("connect")
     statement = parse_select(con, query)
+    watchdog.mark("gate")
     cursor = con.execute(statement)
     columns = [d[0] for d in cursor.description]
     rows = cursor.fetchmany(ctx.output.max_rows + 1)
+    watchdog.mark("query")
     bounded, truncated = bound_rows(columns, rows, ctx.output)
     output = {"columns": columns, "rows": bounded, "row_count": len(bounded)}
     if file_stem is not None:
@@ -186,6 +195,10 @@ def _sql(query: str, file_stem: str | None, ctx: Context, watchdog: Watchdog) ->
     if truncated:
         output["truncated"] = truncated
     return output, truncated
+
+
+def _empty_con(ctx: Context) -> duckdb.DuckDBPyConnection:
+    return ctx.empty_con if ctx.empty_con is not None else connect_locked([], {}, ctx.limits)
 
 
 def _locate_row(file_stem: str, columns: list[str] | None, ctx: Context) -> pa.Table:
@@ -246,6 +259,7 @@ def _read_filing(
     ctx: Context, watchdog: Watchdog, file_stem: str, start: int, max_chars: int, pattern: str | None
 ) -> tuple[Any, Any]:
     row = _locate_row(file_stem, ["file_stem", "parsed_md"], ctx)
+    watchdog.mark("locate")
     text = row.column("parsed_md")[0].as_py() or ""
     length = len(text)
     base = {"source_id": f"filing:{file_stem}", "file_stem": file_stem, "char_count": length}

@@ -216,7 +216,7 @@ def test_worker_environment_holds_no_credentials(corpus_dir, monkeypatch):
     names = {entry.split("=", 1)[0] for entry in environ.split("\0") if entry}
     assert names <= {"PATH", "LANG", "LC_ALL", "TZ", "HOME", "MALLOC_ARENA_MAX", "ARROW_DEFAULT_MEMORY_POOL",
                      "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "JE_ARROW_MALLOC_CONF",
-                     "PYTHONDONTWRITEBYTECODE", "PYTHONPATH"}
+                     "PYTHONDONTWRITEBYTECODE", "PYTHONPATH", "GLIBC_TUNABLES"}
 
 
 def test_sandbox_mode_is_recorded(tools):
@@ -268,3 +268,48 @@ def test_worker_cannot_write_the_corpus_even_past_every_check(corpus_dir):
     os.close(fd)
     assert code == b"\x00"
     assert target.read_bytes() == before
+
+
+@pytest.fixture(scope="module")
+def open_corpus_tools():
+    """A corpus the worker uid can traverse: workers inherit the server's locked connection."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from parquet_agent.corpus.index import build_index
+    from parquet_agent.tools import Tools
+    from tests.tools.conftest import write_files
+
+    root = Path(tempfile.mkdtemp(prefix="tools-open-"))
+    try:
+        root.chmod(0o755)
+        write_files(root / "corpus")
+        build_index(root / "corpus")
+        (root / "secret.csv").write_text("api_key\nsk-SECRET-123\n")
+        before = file_hashes(root)
+        with Tools.open(root / "corpus", "sql+stream", cache="off") as tools:
+            yield tools, root
+        assert file_hashes(root) == before
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_inherited_locked_connection_holds_too(open_corpus_tools):
+    tools, root = open_corpus_tools
+    assert tools.sandbox_info()["server"]["corpus_con_inherited"] is True
+    healthy(tools)
+    for sql, kind in [
+        (f"SELECT * FROM read_csv('{root}/secret.csv')", "forbidden"),
+        ("SELECT * FROM glob('/**')", "forbidden"),
+        ("WITH x AS (COPY (SELECT 1) TO '/proc/self/fd/3' (FORMAT parquet, USE_TMP_FILE false)) SELECT 1", "forbidden"),
+        ("SELECT current_setting('allowed_paths')", "forbidden"),
+        ("CREATE TABLE t AS SELECT 1", "forbidden"),
+    ]:
+        result = tools.call("sql", query=sql)
+        assert result.error is not None and result.error.kind == kind, (sql, result)
+        assert str(root) not in result.model_text()
+    # state does not carry from one call to the next: a temp table made by a (refused)
+    # statement never exists, and every call sees the same pristine catalog
+    assert tools.call("sql", query="SELECT count(*) FROM duckdb_tables()").output["rows"] == [[0]]
+    healthy(tools)
