@@ -253,7 +253,7 @@ _FILE_NUMBER_RE = re.compile(
 _NOT_A_NAME = re.compile(
     r"^(?:commission|for the|or$|\(|form |table of contents|date of report|annual report|"
     r"quarterly report|current report|pursuant|securities|washington|united states|"
-    r"state of|i\.r\.s|number|\(?mark one|[\d\s,.()/-]+$)",
+    r"state of|i\.r\.s|irs |number|\(?mark one|[\d\s,.()/-]+$|\d{2}-\d{7})",
     re.IGNORECASE,
 )
 
@@ -325,9 +325,35 @@ def _find_anchor(text: str) -> int:
     return best
 
 
+def _fuzzy_anchor(text: str) -> int:
+    """OCR mangles the label ("(Exact narnc of rcglstrant as spcclflcd ln lts charter)"), but
+    keeps its shape: a parenthesis of 6-9 words ending in "charter)"."""
+    for needle in ("charter)", "CHARTER)", "Charter)"):
+        pos = text.find(needle)
+        if pos >= 0:
+            open_ = text.rfind("(", max(0, pos - 80), pos)
+            if open_ >= 0 and 5 <= len(text[open_:pos].split()) <= 9:
+                return open_
+    return -1
+
+
+_PREAMBLE_CIK = re.compile(r"^(?:true|false)\S{0,40}?(?:FY|Q[1-4])(?:\d{4})?(00\d{8})(?!\d)", re.MULTILINE)
+
+
+def _ixbrl_preamble(top: str) -> dict:
+    """A converted inline-XBRL document starts with its hidden `dei:` values run together:
+    amendment flag, fiscal year, period focus, the zero-padded CIK ("false2024FY0000320193P1Y")."""
+    if "\nfalse" not in top and "\ntrue" not in top and not top.startswith(("false", "true")):
+        return {}
+    m = _PREAMBLE_CIK.search(top)
+    return {"cik": m.group(1)} if m else {}
+
+
 def _cover(text: str) -> dict:
     out: dict = {}
     anchor = _find_anchor(text)
+    if anchor < 0:
+        anchor = _fuzzy_anchor(text)
     if anchor >= 0:
         name = _name_before(text, anchor)
         if name:
@@ -366,7 +392,7 @@ def parse_header(markdown: str | None) -> IssuerHeader:
     head = markdown[:COVER_WINDOW]
     top = head[:LABEL_WINDOW]
     fields: dict = {}
-    for source in (_sgml(top), _labelled(top[:FIELD_WINDOW]), _cover(head)):
+    for source in (_sgml(top), _labelled(top[:FIELD_WINDOW]), _ixbrl_preamble(top[:FIELD_WINDOW]), _cover(head)):
         for key, value in source.items():
             fields.setdefault(key, value)
     company = fields.get("company")
