@@ -52,7 +52,9 @@ class _Maker:
         clean = [s for s in specs if not (s.ocr or s.empty or s.duplicate)]
         self.annual = [s for s in clean if s.form == "10-K"]
         self.quarterly = [s for s in clean if s.form == "10-Q"]
-        self.current = [s for s in clean if s.form == "8-K"]
+        # an 8-K is named by company and filing date: keep only dates with one 8-K document
+        same_day = Counter((s.company, s.filed) for s in specs if s.form == "8-K" and not s.duplicate)
+        self.current = [s for s in clean if s.form == "8-K" and same_day[(s.company, s.filed)] == 1]
         self.specs = specs
         self.has_annual = {s.company for s in self.annual}  # a brand is only named in a 10-K
 
