@@ -120,3 +120,19 @@ def test_normalizers():
     assert normalize_company(None) is None and normalize_company("Inc.") is None
     assert normalize_cik("0000320193") == normalize_cik(320193) == "320193"
     assert normalize_cik("0000000000") is None and normalize_cik("12345678901") is None
+
+
+def test_ocr_mangled_label_and_xbrl_preamble():
+    ocr = (
+        "## FORM 8-K\n\nDate of Report (Date of earliest event reported): April 8, 2025\n\n"
+        "### ABARTEX HOLDINGS INC\n\n*(Exact narnc of rcglstrant as spcclflcd ln lts charter)*\n\n"
+        "**Commission File Number: 001-25101**  \n**91-8416565** (IRS Employer Identification No.)\n"
+    )
+    assert parse_header(ocr) == IssuerHeader("ABARTEX HOLDINGS INC", "8-K", "2025-04-08", None, None)
+    # what a converter leaves of an iXBRL hidden header (as in the real Apple 10-K above)
+    preamble = "aapl-20240928\n\nfalse2024FY0000320193P1YP1Yhttp://fasb.org/us-gaap/2024#X\n\nFORM 10-K\n"
+    assert parse_header(preamble).cik == "320193"
+    assert parse_header("false--12-31FY20240001718406http://fasb.org/x\n").cik == "1718406"
+    # a file number line after the label is never taken for the name
+    no_name = "FORM 10-K\n\nCommission file number 001-25101\n\n91-8416565 (IRS Employer Identification No.)\n"
+    assert parse_header(no_name).company is None
