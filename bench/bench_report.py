@@ -129,7 +129,8 @@ def time_browser(report: Path, loads: int) -> dict:
         finally:
             browser.close()
     return {"loads": loads,
-            "ready_ms_median": round(statistics.median(ready), 1), "ready_ms_max": round(max(ready), 1),
+            "ready_ms_median": round(statistics.median(ready), 1),
+            "ready_ms_max": round(max(ready), 1),
             "load_event_ms_median": round(statistics.median(load), 1),
             "open_case_ms_median": round(statistics.median(open_case), 1),
             "console_errors": errors, "network_requests": requests}

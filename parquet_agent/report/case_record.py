@@ -58,6 +58,7 @@ class RunSource:
     raw: RawStore
     names_by_case: dict[str, tuple[str, ...]]  # raw paths per case, in write order
     models: dict[str, dict[str, Any]]  # configured models by name
+    names: frozenset[str] = frozenset()  # every raw path, as the packs were when opened
 
     @classmethod
     def open(cls, run_dir: str | Path) -> RunSource:
@@ -71,13 +72,14 @@ class RunSource:
             raw = run.raw  # read-only (the run is): one scan of the packs serves both
         except (RunError, ValueError, OSError) as exc:
             raise ExportError(f"{run_dir}: cannot read the run: {exc}") from exc
+        every = raw.names()
         names: dict[str, list[str]] = {}
-        for path in raw.names():
+        for path in every:
             parts = path.split("/")
             if len(parts) >= 3:
                 names.setdefault(parts[1], []).append(path)
         models = {m.get("name"): m for m in (manifest.get("config") or {}).get("models", [])}
-        return cls(run, raw, {k: tuple(v) for k, v in names.items()}, models)
+        return cls(run, raw, {k: tuple(v) for k, v in names.items()}, models, frozenset(every))
 
     def case_ids(self) -> list[str]:
         """Every case: the planned grid first (in grid order), then any other journal."""
@@ -97,7 +99,7 @@ class RunSource:
 
     def read(self, path: str | None) -> RawFile | None:
         """A raw file, or None when the path is unset or the bytes were never written."""
-        if not path or path not in self.raw:
+        if not self.has(path):
             return None
         try:
             return parse_record(path, self.raw.read(path))
@@ -105,7 +107,8 @@ class RunSource:
             raise ExportError(f"raw file {path}: {exc}") from exc
 
     def has(self, path: str | None) -> bool:
-        return bool(path) and path in self.raw
+        # the set taken at open, not `path in raw`, which rescans the pack on every miss
+        return bool(path) and path in self.names
 
     def journal_link(self, case_id: str) -> str | None:
         for name in (f"{case_id}.jsonl", f"{case_id}.jsonl.gz"):
@@ -425,7 +428,8 @@ def index_row(record: dict[str, Any]) -> dict[str, Any]:
         "scored": bool(j.get("scored")), "rationale": j.get("rationale"),
         **{k: counts.get(k) for k in TOOL_COUNT_FIELDS},
         **{f"{k}_tokens": v for k, v in record["tokens"].items()},
-        "cost_usd": record["cost"]["usd"], "cost_unknown_attempts": record["cost"]["unknown_attempts"],
+        "cost_usd": record["cost"]["usd"],
+        "cost_unknown_attempts": record["cost"]["unknown_attempts"],
         "wall_ms": record["timing"]["wall_ms"], "started_at": record["timing"]["started_at"],
         "case_json": record["links"]["case"],
     }

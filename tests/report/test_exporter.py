@@ -123,7 +123,8 @@ def test_the_exporter_changes_nothing_it_reads_and_never_opens_the_corpus(offlin
 def test_incomplete_and_failed_cases_are_marked_never_invented(http_run, tmp_path):
     run_dir = fresh_copy(http_run, tmp_path)
     export_run(run_dir)
-    rows = {r["case_id"]: r for r in json.loads((run_dir / "cases-index.json").read_text())["cases"]}
+    index = json.loads((run_dir / "cases-index.json").read_text())
+    rows = {r["case_id"]: r for r in index["cases"]}
     assert len(rows) == 12
     for cid, row in rows.items():
         expected = {"Q001": "complete", "Q002": "incomplete", "Q003": "failed"}[cid[:4]]
