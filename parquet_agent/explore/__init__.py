@@ -1,1 +1,31 @@
-"""explore piece of parquet_agent."""
+"""explore: the CaseExplorer widget, plotly charts and run comparison for notebooks.
+
+    from parquet_agent.explore import CaseExplorer, compare_runs
+    from parquet_agent.explore import charts
+
+`CaseExplorer(run)` (ipywidgets) shows the same six case sections as report.html, from the same
+case records; `charts` builds plotly figures from runs; `compare_runs(new, old)` pairs two runs by
+case id. ipywidgets and plotly are imported only when these names are used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_NAMES = {
+    "CaseExplorer": "parquet_agent.explore.explorer",
+    "RunComparison": "parquet_agent.explore.compare",
+    "compare_runs": "parquet_agent.explore.compare",
+}
+
+__all__ = ["CaseExplorer", "RunComparison", "charts", "compare_runs"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "charts":
+        return importlib.import_module("parquet_agent.explore.charts")
+    module = _NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'parquet_agent.explore' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

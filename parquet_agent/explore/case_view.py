@@ -1,0 +1,272 @@
+"""The six sections of one case as HTML, from the case record (the same sections as report.html).
+
+    html = render_case(record, run_dir=Path("runs/x"))
+
+Sections (numbered and titled exactly as in `report/assets/report.js`):
+  1. Question, reference, model, status, answer
+  2. Tool counts, rounds, attempts, cost, timing
+  3. Tool calls: one expandable `<details>` per call with its exact arguments, SQL, offsets,
+     returned data and the text sent back to the model
+  4. Final-answer request (exact), and for an unfinished case the latest context actually sent,
+     missing raw requests and tool outputs that were never sent
+  5. Judge: request, raw response, scores, rationale
+  6. API attempts, with the raw file of each (and how to print it: `parquet-agent raw RUN PATH`)
+
+Every string from a record is untrusted (model output, filing text): it is HTML-escaped here,
+and control and bidi characters are shown as visible `⟨U+XXXX⟩` marks, as report.html does.
+Links: the case JSON and the journal as `file://` URIs (they open in the browser or JupyterLab's
+file browser shows the path); raw files live in packs, so they are named with the command that
+prints their exact bytes, and `CaseExplorer` shows them on demand.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+SECTION_TITLES = (
+    "Question, reference, model, status, answer",
+    "Tool counts, rounds, attempts, cost, timing",
+    "Tool calls",
+    "Final-answer request (exact)",
+    "Judge: request, raw response, scores, rationale",
+    "API attempts",
+)
+# the characters report.js marks as ⟨U+XXXX⟩: they could hide or reorder what an auditor reads
+_ODD = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u00ad\u061c"
+                  "\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]")
+_PRE = "white-space:pre-wrap;word-break:break-word;max-height:24em;overflow:auto;" \
+       "background:#f6f8fa;padding:4px;margin:2px 0;font-size:12px"
+
+
+def esc(value: Any) -> str:
+    """Escaped, with odd characters made visible; None shows as an em dash."""
+    if value is None:
+        return "\u2014"
+    text = _ODD.sub(lambda m: f"\u27e8U+{ord(m.group()):04X}\u27e9", str(value))
+    return html.escape(text, quote=True)
+
+
+def _pre(text: Any) -> str:
+    return f'<pre style="{_PRE}">{esc(text)}</pre>'
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=1, ensure_ascii=False, sort_keys=False)
+
+
+def _kv(pairs: Iterable[tuple[str, Any]]) -> str:
+    rows = "".join(f'<tr><th style="text-align:left;vertical-align:top;padding-right:8px">'
+                   f"{esc(k)}</th><td style=\"text-align:left\">{esc(v)}</td></tr>"
+                   for k, v in pairs)
+    return f'<table class="pa-kv">{rows}</table>'
+
+
+def _details(summary: str, body: str, *, open_: bool = False, cls: str = "") -> str:
+    attrs = (' open' if open_ else '') + (f' class="{cls}"' if cls else '')
+    return f"<details{attrs}><summary>{summary}</summary>{body}</details>"
+
+
+def _section(n: int, title: str, body: str) -> str:
+    return (f'<section class="pa-sec" data-section="{n}"><h3>{n}. {esc(title)}</h3>'
+            f"{body}</section>")
+
+
+def _raw_cmd(run_dir: Path | None, path: str) -> str:
+    where = str(run_dir) if run_dir is not None else "RUN_DIR"
+    return f"<code>parquet-agent raw {esc(where)} {esc(path)}</code>"
+
+
+def _raw_block(title: str, raw: dict[str, Any] | None, run_dir: Path | None) -> str:
+    if not raw:
+        return f"<p><i>{esc(title)}: not recorded</i></p>"
+    text = raw.get("text")
+    exact = text if text is not None else "(not UTF-8; base64) " + str(raw.get("base64"))
+    head = (f"<b>{esc(title)}</b> <span style=\"color:#666\">{esc(raw.get('path'))} · "
+            f"{esc(raw.get('bytes'))} bytes · {esc(raw.get('sha256'))}</span>")
+    return _details(head, _pre(exact) + "print it with " + _raw_cmd(run_dir, raw.get("path", "")))
+
+
+def _sec1(c: dict[str, Any]) -> str:
+    m = c.get("model") or {}
+    reference = c.get("reference_answer")
+    if reference is None and not c.get("judgment"):
+        reference = "(not recorded: the judge never saw this case)"
+    answer = c.get("final_answer")
+    body = _kv([
+        ("case", c.get("case_id")), ("question", c.get("question")),
+        ("question as recorded in", c.get("question_source")),
+        ("reference answer", reference),
+        ("model", f"{m.get('name')} \u2014 configured {m.get('configured_provider')} / "
+                  f"{m.get('configured_model')}"),
+        ("requested", f"{m.get('requested_provider')} / {m.get('requested_model')}"),
+        ("actual", f"{m.get('actual_provider')} / {m.get('actual_model')}"),
+        ("strategy", c.get("strategy")),
+        ("status", f"{c.get('status')}" + (f" \u2014 {c['status_reason']}"
+                                            if c.get("status_reason") else "")),
+        ("final answer", "(none: no answer was given)" if answer is None else answer),
+    ])
+    if c.get("gold_evidence"):
+        body += _details(f"gold evidence ({len(c['gold_evidence'])})",
+                         _pre(_pretty(c["gold_evidence"])))
+    if c.get("failures"):
+        body += _details(f"failures in earlier sessions ({len(c['failures'])})",
+                         _pre(_pretty(c["failures"])))
+    return _section(1, SECTION_TITLES[0], body)
+
+
+def _sec2(c: dict[str, Any]) -> str:
+    counts = list((c.get("tool_counts") or {}).items())
+    counts.append(("(counts from)", c.get("tool_counts_source")))
+    tokens, cost, timing = c.get("tokens") or {}, c.get("cost") or {}, c.get("timing") or {}
+    usd = cost.get("usd")
+    body = _kv(counts) + _kv([
+        ("tokens in / out", f"{tokens.get('input')} / {tokens.get('output')}"),
+        ("tokens cached / reasoning", f"{tokens.get('cached')} / {tokens.get('reasoning')}"),
+        ("cost (USD)", usd if usd is not None else
+         f"unknown ({cost.get('unknown_attempts')} attempts without a cost; known part "
+         f"{cost.get('known_usd')})"),
+        ("cost answer / judge", f"{cost.get('answer_usd')} / {cost.get('judge_usd')}"),
+        ("cost source", ", ".join(cost.get("sources") or [])),
+        ("started / ended", f"{timing.get('started_at')} \u2192 {timing.get('ended_at')}"),
+        ("wall ms", timing.get("wall_ms")),
+        ("model / judge / tool ms",
+         f"{timing.get('model_ms')} / {timing.get('judge_ms')} / {timing.get('tool_ms')}"),
+    ])
+    return _section(2, SECTION_TITLES[1], body)
+
+
+def _tool_call(i: int, t: dict[str, Any]) -> str:
+    state = "ok" if t.get("ok") else f"error: {t.get('error_kind')}"
+    where = "cache hit" if t.get("cache_hit") else ("worker run" if t.get("dispatched")
+                                                    else "not dispatched")
+    ms = (t.get("timings") or {}).get("total_ms")
+    summary = (f"<b>#{i} {esc(t.get('name'))}</b> · turn {esc(t.get('turn'))} · "
+               f"call {esc(t.get('call_id'))} · <span style=\"color:"
+               f"{'#1a7f37' if t.get('ok') else '#cf222e'}\">{esc(state)}</span> · "
+               f"{esc(where)}{'' if t.get('budgeted', True) else ' · over budget'}"
+               f" · {esc(ms)} ms")
+    body = "arguments (exact):" + _pre(_pretty(t.get("arguments")))
+    if t.get("sql"):
+        body += "SQL:" + _pre(t["sql"])
+    extra = []
+    if t.get("error_message"):
+        extra.append(("error", t["error_message"]))
+    if t.get("offsets"):
+        extra.append(("offsets", "; ".join(f"{o.get('file_stem')} [{o.get('start')}, "
+                                           f"{o.get('end')})" for o in t["offsets"])))
+    extra += [("timings ms", _pretty(t.get("timings"))), ("worker", t.get("worker_id"))]
+    body += _kv(extra)
+    body += _details("returned data", _pre(_pretty(t.get("output"))))
+    if t.get("model_text") is not None:
+        body += _details("text sent back to the model (exact)", _pre(t["model_text"]))
+    elif t.get("model_text_is_output_json"):
+        body += ("<div style=\"color:#666\">sent back to the model as the compact JSON of the "
+                 "returned data (exactly as in the next request)</div>")
+    return _details(summary, body, cls="pa-call")
+
+
+def _sec3(c: dict[str, Any]) -> str:
+    calls = c.get("tool_calls") or []
+    body = "".join(_tool_call(i, t) for i, t in enumerate(calls, 1)) or "<p><i>no tool calls</i></p>"
+    return _section(3, f"{SECTION_TITLES[2]} ({len(calls)})", body)
+
+
+def _sec4(c: dict[str, Any], run_dir: Path | None) -> str:
+    if c.get("final_request"):
+        body = (_raw_block("request", c["final_request"], run_dir)
+                + _raw_block("response", c.get("final_response"), run_dir))
+    else:
+        body = "<p><i>No final-answer request: the case has no successful answer turn.</i></p>"
+    if c.get("latest_request"):
+        body += _raw_block("latest context actually sent", c["latest_request"], run_dir)
+    inc = c.get("incomplete")
+    if inc:
+        missing = inc.get("missing_raw_requests") or []
+        unsent = inc.get("unsent_tool_outputs") or []
+        body += "<h4>Incomplete case</h4>" + _kv([
+            ("latest request", inc.get("latest_request_path") or "(none written)"),
+            ("missing raw requests", len(missing)),
+            ("tool outputs produced but not in the latest request",
+             ", ".join(unsent) if unsent else "none"),
+        ])
+        if missing:
+            body += _pre(_pretty(missing))
+    return _section(4, SECTION_TITLES[3], body)
+
+
+def _sec5(c: dict[str, Any], run_dir: Path | None) -> str:
+    j = c.get("judgment")
+    if not j:
+        return _section(5, SECTION_TITLES[4], "<p><i>Not judged (no answer to judge, or the run "
+                                              "stopped first).</i></p>")
+    body = _kv([
+        ("judge", j.get("judge")),
+        ("scored", "yes" if j.get("scored") else f"no \u2014 {j.get('unscored_reason')}"),
+        ("correctness", j.get("correctness")), ("citation support", j.get("citation_support")),
+        ("rationale", j.get("rationale")), ("judgments recorded", j.get("judgments_recorded")),
+    ])
+    body += _details("deterministic checks", _pre(_pretty(j.get("checks"))))
+    body += _raw_block("judge request", j.get("request"), run_dir)
+    body += _raw_block("judge raw response", j.get("response"), run_dir)
+    return _section(5, SECTION_TITLES[4], body)
+
+
+def _sec6(c: dict[str, Any], run_dir: Path | None) -> str:
+    attempts = c.get("attempts") or []
+    head = ("label", "#", "purpose", "outcome", "requested", "actual", "temp", "effort",
+            "start (UTC)", "queue ms", "ms", "http", "finish", "tokens in/out/cached/reasoning",
+            "USD (source)", "raw files")
+    rows = ["<tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>"]
+    for a in attempts:
+        u, cost = a.get("usage") or {}, a.get("cost") or {}
+        files = []
+        for kind, path, stored in (("request", a.get("request_path"), a.get("request_in_store")),
+                                   ("response", a.get("response_path"), a.get("response_in_store"))):
+            mark = "" if not path or stored else ' <b style="color:#cf222e">missing</b>'
+            files.append(f"{kind}: {esc(path) if path else '(none)'}{mark}")
+        usd = cost.get("usd")
+        cells = (a.get("label"), a.get("number"), a.get("purpose"),
+                 f"{a.get('outcome')}" + (f": {a['error']}" if a.get("error") else ""),
+                 f"{a.get('requested_provider')} / {a.get('requested_model')}",
+                 f"{a.get('actual_provider')} / {a.get('actual_model')}",
+                 a.get("temperature"), a.get("reasoning_effort"), a.get("started_at"),
+                 a.get("queue_ms"), a.get("duration_ms"), a.get("http_status"),
+                 f"{a.get('finish_reason')}" + (f" ({a['response_id']})" if a.get("response_id")
+                                                else ""),
+                 " / ".join(str(u.get(k)) for k in ("input_tokens", "output_tokens",
+                                                    "cached_tokens", "reasoning_tokens")),
+                 f"{'unknown' if usd is None else usd} ({cost.get('source')})")
+        rows.append("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in cells)
+                    + f"<td>{'<br>'.join(files)}</td></tr>")
+    body = f'<table class="pa-attempts" style="font-size:12px">{"".join(rows)}</table>'
+    raw_files = c.get("raw_files") or []
+    if raw_files:
+        body += _details(f"all raw files of this case ({len(raw_files)})",
+                         _pre("\n".join(raw_files)) + "print one with "
+                         + _raw_cmd(run_dir, "PATH"))
+    return _section(6, f"{SECTION_TITLES[5]} ({len(attempts)})", body)
+
+
+def _links(c: dict[str, Any], run_dir: Path | None) -> str:
+    links = c.get("links") or {}
+    parts = []
+    for label, rel in (("case record", links.get("case")), ("journal", links.get("journal"))):
+        if not rel:
+            continue
+        if run_dir is not None:
+            uri = (Path(run_dir) / rel).resolve().as_uri()
+            parts.append(f'{esc(label)}: <a href="{esc(uri)}" target="_blank">{esc(rel)}</a>')
+        else:
+            parts.append(f"{esc(label)}: {esc(rel)}")
+    return f'<p class="pa-links" style="color:#666">{" · ".join(parts)}</p>'
+
+
+def render_case(record: dict[str, Any], *, run_dir: Path | None = None) -> str:
+    """The case's six sections as one HTML fragment (escaped; no script)."""
+    return ('<div class="pa-case">' + _sec1(record) + _sec2(record) + _sec3(record)
+            + _sec4(record, run_dir) + _sec5(record, run_dir) + _sec6(record, run_dir)
+            + _links(record, run_dir) + "</div>")

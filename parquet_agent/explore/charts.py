@@ -1,0 +1,292 @@
+"""Plotly figures of runs: pure functions of one run or several, each returning a `go.Figure`.
+
+    from parquet_agent import charts
+    charts.scores(run)                     # correctness and citation support by model x strategy,
+                                           #   with their 95% bootstrap intervals (error bars)
+    charts.cost_vs_correctness(run)        # known cost per case against mean correctness
+    charts.latency(run)                    # case wall-time distributions (box per cell)
+    charts.tool_effort(run)                # tool calls per case: worker runs, cache hits, errors,
+                                           #   budget rejections; model rounds per case
+    charts.cost_breakdown(run)             # USD by answers, judge, health checks, retries
+    charts.cache_savings(run)              # calls served from the result cache and the worker
+                                           #   time they saved (estimated, see the function)
+    charts.main_charts(run)                # all of the above by name
+    charts.figure_html(fig)                # an offline-safe HTML fragment for report.html
+
+`run` is a `Run`, a run folder, or a list of them: with several runs every cell is labelled
+`<run id> · <model> · <strategy>` and figures compare runs side by side. Data come from the
+run's journals (`Run.summary()`, `cases_df()`, `ledger()`, `tool_calls_df()`), so a chart works
+for any saved run, exported or not. Unknown costs are never drawn as zero: they are counted and
+named in the hover text and the title.
+
+Offline: nothing here refers to a CDN. `figure_html(fig)` inlines plotly.js (about 4.8 MB) by
+default; embed several figures with `include_plotlyjs=True` on the first only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from parquet_agent.explore.source import open_run
+
+TEMPLATE = "plotly_white"
+COLORS = {"correctness": "#1f77b4", "citation_support": "#ff7f0e", "answer": "#1f77b4",
+          "judge": "#9467bd", "health": "#2ca02c", "retries": "#d62728",
+          "worker runs": "#1f77b4", "cache hits": "#2ca02c", "errors": "#ff7f0e",
+          "budget rejected": "#d62728"}
+COST_CATEGORIES = ("answer", "judge", "health", "retries")
+RUN_LEVEL = "run level"  # ledger rows without a case: health checks before the first case
+
+
+def _runs(runs: Any) -> list:
+    if isinstance(runs, Sequence) and not isinstance(runs, (str, bytes)):
+        if not runs:
+            raise ValueError("no runs given: pass a Run, a run folder, or a list of them")
+        return [open_run(r) for r in runs]
+    return [open_run(runs)]
+
+
+def _label(run, model: Any, strategy: Any, several: bool) -> str:
+    cell = f"{model} · {strategy}"
+    return f"{run.run_id} · {cell}" if several else cell
+
+
+def _layout(fig: go.Figure, title: str, **kwargs: Any) -> go.Figure:
+    fig.update_layout(title=title, template=TEMPLATE, height=420,
+                      margin=dict(l=60, r=20, t=60, b=80), **kwargs)
+    return fig
+
+
+def _summaries(runs: list) -> pd.DataFrame:
+    several = len(runs) > 1
+    frames = []
+    for run in runs:
+        s = run.summary()
+        if s.empty:
+            continue
+        s = s.copy()
+        s["run_id"] = run.run_id
+        s["cell"] = [_label(run, m, st, several) for m, st in zip(s["model"], s["strategy"])]
+        frames.append(s)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _cases(runs: list) -> pd.DataFrame:
+    several = len(runs) > 1
+    frames = []
+    for run in runs:
+        c = run.cases_df().copy()
+        c["run_id"] = run.run_id
+        c["cell"] = [_label(run, m, st, several) for m, st in zip(c["model"], c["strategy"])]
+        frames.append(c)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _err(mean: pd.Series, low: pd.Series, high: pd.Series) -> dict[str, Any]:
+    """Asymmetric error bars from an interval; a missing interval draws no bar."""
+    return dict(type="data", symmetric=False, array=(high - mean).fillna(0).tolist(),
+                arrayminus=(mean - low).fillna(0).tolist(), visible=True)
+
+
+def scores(runs: Any) -> go.Figure:
+    """Mean correctness and citation support (0-100) per model x strategy, 95% bootstrap
+    intervals as error bars; the hover names how many cases were scored."""
+    s = _summaries(_runs(runs))
+    fig = go.Figure()
+    for col, low, high, name in (("correctness", "correctness_low", "correctness_high",
+                                  "correctness"),
+                                 ("citation_support", "citation_low", "citation_high",
+                                  "citation support")):
+        if s.empty:
+            break
+        mean = pd.to_numeric(s[col], errors="coerce")
+        fig.add_bar(x=s["cell"], y=mean, name=name, marker_color=COLORS[col],
+                    error_y=_err(mean, pd.to_numeric(s[low], errors="coerce"),
+                                 pd.to_numeric(s[high], errors="coerce")),
+                    customdata=s[["scored", "cases"]].to_numpy(),
+                    hovertemplate="%{x}<br>" + name + " %{y:.1f}<br>scored %{customdata[0]} "
+                                  "of %{customdata[1]} cases<extra></extra>")
+    return _layout(fig, "Correctness and citation support (mean, 95% bootstrap CI)",
+                   barmode="group", yaxis=dict(title="score (0-100)", range=[0, 105]),
+                   xaxis=dict(title="model · strategy"))
+
+
+def cost_vs_correctness(runs: Any) -> go.Figure:
+    """One point per model x strategy: known cost per case (USD) against mean correctness with
+    its interval. Cells with attempts of unknown cost say so in the hover and the title."""
+    s = _summaries(_runs(runs))
+    fig = go.Figure()
+    unknown = 0
+    for row in s.itertuples():
+        cost = row.cost_usd / row.cases if row.cases else float("nan")
+        mean = pd.Series([row.correctness], dtype=float)
+        unknown += int(row.cost_unknown_attempts)
+        fig.add_scatter(
+            x=[cost], y=mean, mode="markers+text", name=row.cell, text=[row.cell],
+            textposition="top center", marker=dict(size=12),
+            error_y=_err(mean, pd.Series([row.correctness_low], dtype=float),
+                         pd.Series([row.correctness_high], dtype=float)),
+            customdata=[[row.cost_usd, row.cases, row.cost_unknown_attempts]],
+            hovertemplate=f"{row.cell}<br>USD per case %{{x:.5f}} (total %{{customdata[0]:.4f}} "
+                          "over %{customdata[1]} cases)<br>correctness %{y:.1f}<br>attempts "
+                          "of unknown cost: %{customdata[2]}<extra></extra>")
+    title = "Cost against correctness"
+    if unknown:
+        title += f" ({unknown} attempts of unknown cost not included)"
+    return _layout(fig, title, xaxis=dict(title="known cost per case (USD)", rangemode="tozero"),
+                   yaxis=dict(title="mean correctness (0-100)", range=[0, 105]))
+
+
+def latency(runs: Any) -> go.Figure:
+    """Case wall time (seconds) per model x strategy as box plots with every case shown."""
+    c = _cases(_runs(runs))
+    fig = go.Figure()
+    for cell, g in c.groupby("cell", sort=True):
+        seconds = pd.to_numeric(g["wall_ms"], errors="coerce") / 1000
+        fig.add_box(y=seconds, name=cell, boxpoints="all", jitter=0.3, pointpos=0,
+                    text=g["case_id"], hovertemplate="%{text}<br>%{y:.2f} s<extra></extra>")
+    return _layout(fig, "Case latency (wall time per case)", showlegend=False,
+                   yaxis=dict(title="seconds", rangemode="tozero"),
+                   xaxis=dict(title="model · strategy"))
+
+
+def tool_effort(runs: Any) -> go.Figure:
+    """Tool responses per case, stacked by what happened to them (worker runs, cache hits,
+    errors other than budget, budget rejections), with model rounds per case as markers."""
+    runs = _runs(runs)
+    c = _cases(runs)
+    parts: dict[str, list[float]] = {k: [] for k in ("worker runs", "cache hits", "errors",
+                                                     "budget rejected")}
+    cells, rounds = [], []
+    for run in runs:
+        calls = run.tool_calls_df()
+        cases = c[c["run_id"] == run.run_id]
+        merged = calls.merge(cases[["case_id", "cell"]], on="case_id", how="inner")
+        for cell, g in cases.groupby("cell", sort=True):
+            k = merged[merged["cell"] == cell]
+            n = max(len(g), 1)
+            ok = k["ok"].fillna(False).astype(bool)
+            budget = k["budget_rejected"].astype(bool)
+            cache = k["cache_hit"].astype(bool)
+            parts["worker runs"].append(float((ok & ~cache).sum()) / n)
+            parts["cache hits"].append(float((ok & cache).sum()) / n)
+            parts["errors"].append(float((~ok & ~budget).sum()) / n)
+            parts["budget rejected"].append(float(budget.sum()) / n)
+            rounds.append(float(g["model_rounds"].sum()) / n)
+            cells.append(cell)
+    fig = go.Figure()
+    for name, values in parts.items():
+        fig.add_bar(x=cells, y=values, name=name, marker_color=COLORS[name],
+                    hovertemplate="%{x}<br>" + name + " %{y:.2f} per case<extra></extra>")
+    fig.add_scatter(x=cells, y=rounds, name="model rounds", mode="markers",
+                    marker=dict(symbol="diamond", size=12, color="black"),
+                    hovertemplate="%{x}<br>model rounds %{y:.2f} per case<extra></extra>")
+    return _layout(fig, "Tool effort per case", barmode="stack",
+                   yaxis=dict(title="per case"), xaxis=dict(title="model · strategy"))
+
+
+def _ledger(runs: list) -> pd.DataFrame:
+    several = len(runs) > 1
+    frames = []
+    for run in runs:
+        ledger = run.ledger().copy()
+        cells = run.cases_df()[["case_id", "model", "strategy"]]
+        ledger = ledger.merge(cells, on="case_id", how="left")
+        ledger["cell"] = [(_label(run, m, s, several) if isinstance(cid, str) and m is not None
+                           else (f"{run.run_id} · {RUN_LEVEL}" if several else RUN_LEVEL))
+                          for cid, m, s in zip(ledger["case_id"], ledger["model"],
+                                               ledger["strategy"])]
+        frames.append(ledger)
+    return pd.concat(frames, ignore_index=True)
+
+
+def cost_breakdown(runs: Any) -> go.Figure:
+    """Known USD per model x strategy, stacked by purpose: answers, judge, health checks and
+    retries (failed or retried attempts, whatever their purpose). Health checks run once per
+    run, before any case, so they get their own `run level` bar. Attempts of unknown cost are
+    counted in the hover and the title, never added as 0."""
+    ledger = _ledger(_runs(runs))
+    cells = sorted(ledger["cell"].unique(), key=lambda c: (RUN_LEVEL in c, c))
+    fig = go.Figure()
+    unknown_total = int((~ledger["cost_known"].astype(bool)).sum()) if len(ledger) else 0
+    for category in COST_CATEGORIES:
+        part = ledger[ledger["category"] == category]
+        known = part[part["cost_known"].astype(bool)]
+        usd = [float(known.loc[known["cell"] == c, "cost_usd"].sum()) for c in cells]
+        counts = [[int((part["cell"] == c).sum()),
+                   int(((part["cell"] == c) & ~part["cost_known"].astype(bool)).sum())]
+                  for c in cells]
+        fig.add_bar(x=cells, y=usd, name=category, marker_color=COLORS[category],
+                    customdata=counts,
+                    hovertemplate="%{x}<br>" + category + " USD %{y:.5f}<br>%{customdata[0]} "
+                                  "attempts, %{customdata[1]} of unknown cost<extra></extra>")
+    title = "Cost by purpose (known USD)"
+    if unknown_total:
+        title += f"; {unknown_total} attempts of unknown cost not included"
+    return _layout(fig, title, barmode="stack", yaxis=dict(title="USD", rangemode="tozero"),
+                   xaxis=dict(title="model · strategy"))
+
+
+def cache_savings(runs: Any) -> go.Figure:
+    """Left: tool calls served from the shared result cache against calls run by a worker.
+    Right: worker seconds the hits saved, estimated per hit as the median `run_ms` of the same
+    tool's successful worker runs in the same run (a hit itself costs only a lookup)."""
+    runs = _runs(runs)
+    c = _cases(runs)
+    cells, hits, worker, saved = [], [], [], []
+    for run in runs:
+        calls = run.tool_calls_df()
+        cases = c[c["run_id"] == run.run_id]
+        merged = calls.merge(cases[["case_id", "cell"]], on="case_id", how="inner")
+        ok = merged["ok"].fillna(False).astype(bool)
+        cache = merged["cache_hit"].astype(bool)
+        runs_ms = pd.to_numeric(merged["run_ms"], errors="coerce")
+        typical = runs_ms[ok & ~cache].groupby(merged.loc[ok & ~cache, "name"]).median()
+        for cell in sorted(cases["cell"].unique()):
+            in_cell = merged["cell"] == cell
+            cell_hits = merged[in_cell & cache]
+            cells.append(cell)
+            hits.append(int(len(cell_hits)))
+            worker.append(int((in_cell & ~cache & merged["dispatched"].fillna(False)
+                               .astype(bool)).sum()))
+            saved.append(float(sum(typical.get(name, 0.0) for name in cell_hits["name"])) / 1000)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("tool calls", "worker time saved (s)"))
+    fig.add_bar(x=cells, y=worker, name="run by a worker", marker_color=COLORS["worker runs"],
+                row=1, col=1)
+    fig.add_bar(x=cells, y=hits, name="served from cache", marker_color=COLORS["cache hits"],
+                row=1, col=1)
+    fig.add_bar(x=cells, y=saved, name="seconds saved (est.)", marker_color="#17becf",
+                row=1, col=2)
+    return _layout(fig, f"Result cache: {sum(hits)} hits, about {sum(saved):.2f} worker seconds "
+                        "saved", barmode="stack")
+
+
+def main_charts(runs: Any) -> dict[str, go.Figure]:
+    """Every chart above, by function name (opens the runs once)."""
+    runs = _runs(runs)
+    return {"scores": scores(runs), "cost_vs_correctness": cost_vs_correctness(runs),
+            "latency": latency(runs), "tool_effort": tool_effort(runs),
+            "cost_breakdown": cost_breakdown(runs), "cache_savings": cache_savings(runs)}
+
+
+def figure_html(fig: go.Figure, *, include_plotlyjs: bool | str = True, full_html: bool = False,
+                div_id: str | None = None) -> str:
+    """An HTML fragment (a `<div>` and its `<script>`) that draws `fig` with no network.
+
+    `include_plotlyjs=True` inlines plotly.js (~4.8 MB); pass False for the second and later
+    figures of one page. A CDN is refused: offline pages would show a blank chart."""
+    if include_plotlyjs in ("cdn", "require") or (isinstance(include_plotlyjs, str)
+                                                  and include_plotlyjs.startswith("http")):
+        raise ValueError(f"include_plotlyjs={include_plotlyjs!r} loads plotly.js from the "
+                         "network; use True (inline) or False (already on the page)")
+    return fig.to_html(include_plotlyjs=include_plotlyjs, full_html=full_html, div_id=div_id,
+                       config={"displaylogo": False, "responsive": True})
+
+
+__all__ = ["cache_savings", "cost_breakdown", "cost_vs_correctness", "figure_html",
+           "latency", "main_charts", "scores", "tool_effort"]

@@ -1,0 +1,188 @@
+"""`CaseExplorer(run)`: an ipywidgets browser over the cases of one run.
+
+    ex = CaseExplorer(run)                 # a Run, or a run folder path; display it in a notebook
+    ex.model.value = "baseline"            # filters: question (text), model, strategy, status,
+    ex.score.value = (50, 100)             #   score range on correctness or citation support
+    ex.filtered()                          # the index rows that pass the filters (DataFrame)
+    ex.show("Q001__baseline__sql")         # select one case
+    ex.detail.value                        # its six sections (same as report.html), as HTML
+    ex.raw_picker.value = path             # a raw file of the case; ex.raw_view shows its bytes
+
+The explorer is itself a `VBox`, so the last expression of a cell displays it. All behaviour
+lives in observers that set `HTML.value` or assign `Output.outputs` (never `with out:`), which
+is what makes it testable in plain pytest and render the same in JupyterLab. The case records
+come from `explore.source.CaseSource` (the exports, or the report's `build_case`).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as W
+
+from parquet_agent.errors import UsageError
+from parquet_agent.explore.case_view import render_case
+from parquet_agent.explore.source import CaseSource
+
+ALL = "(all)"
+NO_RAW = "(choose a raw file to see its exact bytes)"
+SCORE_FIELDS = ("correctness", "citation_support")
+
+
+def _options(values: Any) -> list[str]:
+    return [ALL] + sorted({str(v) for v in values if v is not None and v == v})
+
+
+def _fmt_score(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "unscored"
+    return f"{float(value):.0f}"
+
+
+class CaseExplorer(W.VBox):
+    """Filters, a case list, the selected case's six sections and its raw files."""
+
+    def __init__(self, run: Any, *, case_id: str | None = None, **kwargs: Any):
+        self.cases = CaseSource.open(run)
+        self._updating = False
+        self._shown: str | None = None
+        self.run_dir: Path = self.cases.run_dir
+        self._index = self.cases.index
+        idx = self._index
+        self.question = W.Text(placeholder="question id or text contains…",
+                               description="question", continuous_update=False)
+        self.model = W.Dropdown(options=_options(idx["model"]), value=ALL, description="model")
+        self.strategy = W.Dropdown(options=_options(idx["strategy"]), value=ALL,
+                                   description="strategy")
+        self.status = W.Dropdown(options=_options(idx["status"]), value=ALL, description="status")
+        self.score_field = W.Dropdown(options=list(SCORE_FIELDS), value="correctness",
+                                      description="score")
+        self.score = W.FloatRangeSlider(value=(0.0, 100.0), min=0.0, max=100.0, step=1.0,
+                                        description="range", continuous_update=False,
+                                        readout_format=".0f")
+        self.include_unscored = W.Checkbox(value=True, description="include unscored",
+                                           indent=False)
+        self.count = W.HTML()
+        self.picker = W.Select(options=[], rows=8, description="case",
+                               layout=W.Layout(width="95%"))
+        self.detail = W.HTML()
+        self.raw_picker = W.Dropdown(options=[(NO_RAW, None)], value=None, description="raw file",
+                                     layout=W.Layout(width="95%"))
+        self.raw_view = W.Output(layout=W.Layout(max_height="30em", overflow="auto"))
+        header = W.HTML(f"<b>Run</b> {html.escape(self.cases.run_id)} · "
+                        f"{len(idx)} cases · records from "
+                        f"{'the exports' if self.cases.from_exports else 'the journals'}")
+        filters = W.VBox([
+            W.HBox([self.question, self.model, self.strategy, self.status]),
+            W.HBox([self.score_field, self.score, self.include_unscored, self.count]),
+        ])
+        super().__init__([header, filters, self.picker, self.detail,
+                          W.HTML("<b>Raw files of this case</b> (exact stored bytes)"),
+                          self.raw_picker, self.raw_view], **kwargs)
+        for widget in (self.question, self.model, self.strategy, self.status, self.score_field,
+                       self.score, self.include_unscored):
+            widget.observe(self._on_filter, names="value")
+        self.picker.observe(self._on_pick, names="value")
+        self.raw_picker.observe(self._on_raw, names="value")
+        self._refresh()
+        if case_id is not None:
+            self.show(case_id)
+
+    def __repr__(self) -> str:
+        return f"CaseExplorer({str(self.run_dir)!r}, cases={len(self._index)})"
+
+    # -- logic (pure over the index) ------------------------------------------------------------
+
+    def filtered(self):
+        """The index rows passing every filter, in index order (a DataFrame)."""
+        idx = self._index
+        keep = idx["case_id"].notna()
+        text = self.question.value.strip().lower()
+        if text:
+            keep &= (idx["question_id"].fillna("").str.lower().str.contains(text, regex=False)
+                     | idx["question"].fillna("").str.lower().str.contains(text, regex=False))
+        for widget, col in ((self.model, "model"), (self.strategy, "strategy"),
+                            (self.status, "status")):
+            if widget.value != ALL:
+                keep &= idx[col].astype(str) == widget.value
+        scores = idx[self.score_field.value]
+        low, high = self.score.value
+        in_range = (scores >= low) & (scores <= high)
+        keep &= in_range | (scores.isna() & self.include_unscored.value)
+        return idx[keep]
+
+    def show(self, case_id: str) -> None:
+        """Select `case_id` (UsageError when no case has that id; filters are cleared when they
+        hide it)."""
+        if case_id not in set(self._index["case_id"]):
+            raise UsageError(f"{self.cases.run_id} has no case {case_id!r}")
+        if case_id not in self._ids():
+            self.reset_filters()
+        self.picker.value = case_id
+
+    def reset_filters(self) -> None:
+        self.question.value = ""
+        for widget in (self.model, self.strategy, self.status):
+            widget.value = ALL
+        self.score.value = (0.0, 100.0)
+        self.include_unscored.value = True
+
+    # -- observers ------------------------------------------------------------------------------
+
+    def _ids(self) -> list[str]:
+        return [value for _, value in self.picker.options]
+
+    def _on_filter(self, _change: dict) -> None:
+        self._refresh()
+
+    def _refresh(self) -> None:
+        rows = self.filtered()
+        options = [(f"{r.case_id}  ·  {r.status}  ·  {self.score_field.value} "
+                    f"{_fmt_score(getattr(r, self.score_field.value))}", r.case_id)
+                   for r in rows.itertuples()]
+        keep = self.picker.value
+        # replacing the options moves the selection by itself: render once, after
+        self._updating = True
+        try:
+            self.picker.options = options
+            ids = [value for _, value in options]
+            target = keep if keep in ids else (ids[0] if ids else None)
+            self.picker.value = target
+        finally:
+            self._updating = False
+        self.count.value = f"<b>{len(ids)}</b> of {len(self._index)} cases"
+        self._render(target)
+
+    def _on_pick(self, change: dict) -> None:
+        if not self._updating:
+            self._render(change["new"])
+
+    def _render(self, case_id: str | None) -> None:
+        if case_id == self._shown and case_id is not None:
+            return
+        self._shown = case_id
+        self.raw_view.outputs = ()
+        if case_id is None:
+            self.detail.value = "<p><i>No case matches the filters.</i></p>"
+            self.raw_picker.options = [(NO_RAW, None)]
+            return
+        record = self.cases.record(case_id)
+        self.detail.value = render_case(record, run_dir=self.run_dir)
+        # a placeholder first: a raw file is read only when one is chosen
+        self.raw_picker.options = [(NO_RAW, None)] + [(p, p) for p in record.get("raw_files") or []]
+        self.raw_picker.value = None
+
+    def _on_raw(self, change: dict) -> None:
+        path = change["new"]
+        if not path:
+            self.raw_view.outputs = ()
+            return
+        text = self.cases.raw_text(path)
+        self.raw_view.outputs = ({
+            "output_type": "display_data",
+            "data": {"text/plain": text},
+            "metadata": {},
+        },)

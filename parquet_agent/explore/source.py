@@ -1,0 +1,149 @@
+"""Where the explorer, the charts and the comparison get a run from: one read-only seam.
+
+    run = open_run(run_or_path)           # a Run (returned as is), a run folder, or a str path
+    cases = CaseSource.open(run)          # the case index and the case records
+    cases.index                           # DataFrame, one row per case (report INDEX_COLUMNS)
+    cases.record(case_id)                 # the case record dict (report.case_record schema)
+    cases.raw_text(path)                  # the exact bytes of one raw file, decoded for display
+
+Records come from the exports when the run has them (`cases/<id>.json`, `cases-index.json`:
+what report.html shows), otherwise they are built in memory by the report's own `build_case`
+(never written: the explorer does not change a run folder). Exports older than the run's
+journals (a run resumed after its last export) are ignored in favour of fresh records, so the
+widget never shows a stale case. Either way the record logic lives in `report.case_record` only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from parquet_agent.errors import ExportError, RunError, UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from parquet_agent.store.run import Run
+
+
+def open_run(run: Any) -> Run:
+    """A `Run` from a Run, a run folder path or a str; UsageError for anything else."""
+    from parquet_agent.store.run import Run
+
+    if isinstance(run, Run):
+        return run
+    if isinstance(run, (str, Path)):
+        path = Path(run)
+        if not (path / "manifest.json").is_file():
+            raise UsageError(f"{path}: not a run folder (no manifest.json); pass the folder that "
+                             "`parquet-agent run` printed, or a Run from Experiment(...).run()")
+        return Run(path)
+    raise UsageError(f"expected a Run or a run folder path, got {type(run).__name__}")
+
+
+def _newest_journal_mtime(run_dir: Path) -> float:
+    folder = run_dir / "journal"
+    if not folder.is_dir():
+        return 0.0
+    return max((p.stat().st_mtime for p in folder.iterdir() if p.is_file()), default=0.0)
+
+
+def exports_current(run_dir: Path) -> bool:
+    """True when the run has an index export at least as new as every journal file."""
+    index = run_dir / "cases-index.json"
+    return index.is_file() and index.stat().st_mtime >= _newest_journal_mtime(run_dir)
+
+
+@dataclass
+class CaseSource:
+    """The cases of one run, from its exports or built on the fly (see module docstring).
+
+    Mutable only in its record cache, which belongs to this object (no module-level state)."""
+
+    run_dir: Path
+    run_id: str
+    rows: list[dict[str, Any]]
+    from_exports: bool
+    _records: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def open(cls, run: Any) -> CaseSource:
+        run = open_run(run)
+        run_dir = run.dir
+        if exports_current(run_dir):
+            try:
+                data = json.loads((run_dir / "cases-index.json").read_text(encoding="utf-8"))
+                return cls(run_dir, run.run_id, list(data["cases"]), True)
+            except (OSError, ValueError, KeyError) as exc:
+                raise ExportError(f"{run_dir / 'cases-index.json'} cannot be read ({exc}); "
+                                  f"rebuild it with `parquet-agent export {run_dir}`") from exc
+        from parquet_agent.report.case_record import RunSource, build_case, index_row
+
+        source = RunSource.open(run_dir)
+        try:
+            records = {cid: build_case(source, cid) for cid in source.case_ids()}
+        finally:
+            source.run.close()
+            source.raw.close()
+        rows = [index_row(r) for r in records.values()]
+        return cls(run_dir, run.run_id, rows, False, records)
+
+    @property
+    def index(self) -> pd.DataFrame:
+        import pandas as pd
+
+        from parquet_agent.report.case_record import INDEX_COLUMNS
+
+        frame = pd.DataFrame(self.rows, columns=list(INDEX_COLUMNS))
+        for col in ("correctness", "citation_support", "cost_usd", "wall_ms"):
+            frame[col] = pd.to_numeric(frame[col], errors="coerce")
+        return frame
+
+    @property
+    def case_ids(self) -> list[str]:
+        return [r["case_id"] for r in self.rows]
+
+    def record(self, case_id: str) -> dict[str, Any]:
+        """The case record of `case_id` (exports first, else `build_case`)."""
+        if case_id in self._records:
+            return self._records[case_id]
+        if case_id not in self.case_ids:
+            raise UsageError(f"{self.run_id} has no case {case_id!r}; its cases are listed in "
+                             "CaseSource.index")
+        path = self.run_dir / "cases" / f"{case_id}.json"
+        if self.from_exports and path.is_file():
+            record = json.loads(path.read_text(encoding="utf-8"))
+        else:
+            from parquet_agent.report.case_record import RunSource, build_case
+
+            source = RunSource.open(self.run_dir)
+            try:
+                record = build_case(source, case_id)
+            finally:
+                source.run.close()
+                source.raw.close()
+        self._records[case_id] = record
+        return record
+
+    def raw_text(self, path: str) -> str:
+        """One raw file's exact content (UTF-8 text; base64 with a note when it is not)."""
+        import base64
+
+        from parquet_agent.store.blobs import RawStore
+
+        store = RawStore(self.run_dir, writable=False)
+        try:
+            if path not in store:
+                raise UsageError(f"{path} is not in the raw store of {self.run_id}; the case's "
+                                 "raw files are listed in its record (raw_files)")
+            data = store.read(path)
+        except RunError as exc:
+            raise UsageError(f"{path}: cannot read it from {self.run_id}: {exc}") from exc
+        finally:
+            store.close()
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return "(not UTF-8; base64)\n" + base64.b64encode(data).decode("ascii")
