@@ -1,0 +1,31 @@
+"""A checked-in run folder of store format 1 stays readable (see make_fixture_run.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from parquet_agent.store import RunStore, read_raw
+
+from store_fixtures import conversation_bodies
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_format_1_run_reads_verifies_and_replays():
+    run = RunStore(FIXTURES).open("run-v1")  # read-only: the fixture is never written
+    report = run.verify()
+    assert report.ok and report.bodies_checked == 13, str(report)
+    assert run.manifest["schema_version"] == 1 and run.manifest["question_ids"] == ["Q001", "Q002"]
+    for i in (1, 2):
+        for turn, body in enumerate(conversation_bodies(i, turns=2), 1):
+            path = f"raw/Q00{i}__flash__sql/turn-{turn:02d}/attempt-1.request.json"
+            assert read_raw(run.dir, path) == body
+    assert read_raw(run.dir, "raw/meta/models.json") == b'{"data":[{"id":"m"}]}'
+    assert run.completed_cases() == {"Q001__flash__sql"}
+    replay = run.replay("Q002__flash__sql")
+    assert [t.turn for t in replay.turns] == [1, 2] and not replay.done
+    assert replay.tool_results["c2"].model_text == "rows " * 400  # offloaded, resolved
+    cases = run.cases_df().set_index("case_id")
+    assert cases.loc["Q001__flash__sql", "correctness"] == 75.0
+    assert cases.loc["Q002__flash__sql", "status"] == "unfinished"
+    assert RunStore(FIXTURES).list().set_index("run_id").loc["run-v1", "status"] == "incomplete"
