@@ -297,20 +297,33 @@ class Journal:
 
     def append(self, payload: Any) -> Event:
         """Write one event durably and return it as read back would show it."""
-        event_name = getattr(type(payload), "EVENT", None)
-        if event_name is None:
-            raise TypeError(f"{type(payload).__name__} is not a journal event payload")
-        data = asdict(payload)
+        return self.append_many([payload])[0]
+
+    def append_many(self, payloads: list[Any]) -> list[Event]:
+        """Write several events with one write and one fdatasync (e.g. a turn's attempts and
+        the turn itself). A crash keeps a prefix of them, never a hole."""
+        prepared = []
+        for payload in payloads:
+            event_name = getattr(type(payload), "EVENT", None)
+            if event_name is None:
+                raise TypeError(f"{type(payload).__name__} is not a journal event payload")
+            prepared.append((event_name, asdict(payload)))
         with self._lock:
             if self._out is None:
                 self._open()  # sealed: unseal to append
-            at, seq = utc_now(), self._seq
-            record = {"schema_version": SCHEMA_VERSION, "event": event_name, "at": at, "seq": seq}
-            record.update(data)
-            line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
-            self._out.append(line.encode() + b"\n")
-            self._seq += 1
-        return Event(event_name, at, seq, data)
+            at, lines, events = utc_now(), [], []
+            for offset, (event_name, data) in enumerate(prepared):
+                seq = self._seq + offset
+                record = {"schema_version": SCHEMA_VERSION, "event": event_name, "at": at,
+                          "seq": seq}
+                record.update(data)
+                lines.append(json.dumps(record, ensure_ascii=False, separators=(",", ":"),
+                                        default=str).encode() + b"\n")
+                events.append(Event(event_name, at, seq, data))
+            if lines:
+                self._out.append(b"".join(lines))
+                self._seq += len(lines)
+        return events
 
     def seal(self) -> None:
         """Store the journal gzip-compressed (`.jsonl.gz`) and close it."""

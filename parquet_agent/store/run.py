@@ -5,7 +5,8 @@ A `Run` comes from `RunStore.create(...)` (writable, manifest frozen) or `RunSto
 
     run.raw                       RawStore: the RawSink for model adapters (`raw/...` paths)
     run.journal(case_id)          CaseJournal of one case (`run.run_journal()` for run-level
-                                  events): `.append(payload) -> Event`; large tool texts go to
+                                  events): `.append(payload) -> Event`, `.append_many([...])`
+                                  (one fdatasync for several events); large tool texts go to
                                   raw/, a finished case's journal is sealed (gzip)
     run.case_events(case_id)      its events, offloaded texts resolved
     run.check_resume(frozen, config)   ResumeRefusedError naming what changed
@@ -102,19 +103,27 @@ class CaseJournal:
         self.path = journal.path
 
     def append(self, payload: Any) -> Event:
-        if isinstance(payload, ToolCallEvent) and payload.offloaded is None:
-            output = json.dumps(payload.output, ensure_ascii=False) if payload.output is not None else ""
-            if len(payload.model_text or "") + len(output) > OFFLOAD_CHARS:
-                body = json.dumps({"schema_version": 1, "model_text": payload.model_text,
-                                   "output": payload.output}, ensure_ascii=False).encode()
-                safe = re.sub(r"[^A-Za-z0-9_.-]", "_", payload.call_id)[:80] or "call"
-                path = self.run.raw.write(f"{self.case_id}/turn-{payload.turn:02d}.tool-{safe}.json",
-                                          body)
-                payload = replace(payload, model_text=None, output=None, offloaded=path)
-        event = self.journal.append(payload)
-        if isinstance(payload, CaseFinished):
+        return self.append_many([payload])[0]
+
+    def append_many(self, payloads: list[Any]) -> list[Event]:
+        """Append events with one durable write (see `Journal.append_many`)."""
+        payloads = [self._offload(p) for p in payloads]
+        events = self.journal.append_many(payloads)
+        if any(isinstance(p, CaseFinished) for p in payloads):
             self.journal.seal()
-        return event
+        return events
+
+    def _offload(self, payload: Any) -> Any:
+        if not isinstance(payload, ToolCallEvent) or payload.offloaded is not None:
+            return payload
+        output = json.dumps(payload.output, ensure_ascii=False) if payload.output is not None else ""
+        if len(payload.model_text or "") + len(output) <= OFFLOAD_CHARS:
+            return payload
+        body = json.dumps({"schema_version": 1, "model_text": payload.model_text,
+                           "output": payload.output}, ensure_ascii=False).encode()
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", payload.call_id)[:80] or "call"
+        path = self.run.raw.write(f"{self.case_id}/turn-{payload.turn:02d}.tool-{safe}.json", body)
+        return replace(payload, model_text=None, output=None, offloaded=path)
 
     def close(self) -> None:
         self.journal.close()

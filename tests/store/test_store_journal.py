@@ -120,3 +120,18 @@ def test_sigkill_mid_append_keeps_every_acknowledged_event(tmp_path):
         # in order, no gaps, and everything acknowledged is there (maybe one more, unacknowledged)
         assert written == list(range(len(written)))
         assert len(written) >= len(got) and len(written) - len(got) <= 1
+
+
+def test_append_many_is_one_durable_write_with_consecutive_seqs(tmp_path):
+    journal = Journal(tmp_path / "c.jsonl")
+    journal.append(CaseStarted(case_id="c", question_id="Q", model="m", strategy="sql"))
+    events = journal.append_many([ModelAttempt("l", {"number": 1}), ModelAttempt("l", {"number": 2}),
+                                  CaseFinished(status="complete")])
+    assert [e.seq for e in events] == [1, 2, 3] and len({e.at for e in events}) == 1
+    with pytest.raises(TypeError):
+        journal.append_many([{"not": "an event"}])
+    journal.close()
+    raw = (tmp_path / "c.jsonl").read_bytes()
+    (tmp_path / "c.jsonl").write_bytes(raw[:-30])  # a crash mid-way keeps a prefix
+    read = read_journal(tmp_path / "c.jsonl")
+    assert [e.seq for e in read.events] == [0, 1, 2] and read.torn
