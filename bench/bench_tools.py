@@ -51,6 +51,22 @@ def timed(fn) -> float:
     return (time.perf_counter() - t) * 1000
 
 
+def cpu_timed(fn) -> float:
+    t = time.process_time()
+    fn()
+    return (time.process_time() - t) * 1000
+
+
+def worker_cpu(tools: Tools, tool: str, args: dict) -> tuple[float, dict]:
+    """The worker child's own CPU ms and phase times for one call.
+
+    Uses the pool directly (a private seam): ToolResult carries wall times only. On a shared,
+    loaded machine wall times include waiting for a CPU; CPU times compare like with like.
+    """
+    answer = tools._pool.run(tool, args)
+    return answer.data.get("cpu_s", 0.0) * 1000, answer.data.get("phases_ms", {})
+
+
 def floor_read(index: CorpusIndex, stem: str, columns: list[str] | None) -> None:
     loc = index.locate(stem)
     pq.ParquetFile(loc.path).read_row_group(loc.row_group, columns=columns, use_threads=False).slice(loc.row_in_group, 1)
@@ -58,9 +74,15 @@ def floor_read(index: CorpusIndex, stem: str, columns: list[str] | None) -> None
 
 def scoped_reads(tools: Tools, index: CorpusIndex, stems: list[str]) -> dict:
     floor_all, floor_md, scoped, reads, errors = [], [], [], [], []
+    floor_cpu, scoped_cpu, read_cpu, locate = [], [], [], []
     for stem in stems:
         floor_all.append(timed(lambda: floor_read(index, stem, None)))
         floor_md.append(timed(lambda: floor_read(index, stem, ["file_stem", "parsed_md"])))
+        floor_cpu.append(cpu_timed(lambda: floor_read(index, stem, None)))
+        cpu, phases = worker_cpu(tools, "sql", {"query": "SELECT length(parsed_md) AS n FROM filing", "file_stem": stem})
+        scoped_cpu.append(cpu)
+        locate.append(phases.get("locate", 0.0))
+        read_cpu.append(worker_cpu(tools, "read_filing", {"file_stem": stem, "start": 0, "max_chars": 4000, "pattern": None})[0])
         r = tools.call("sql", query="SELECT length(parsed_md) AS n FROM filing", file_stem=stem)
         (scoped if r.ok else errors).append(r.timings.total_ms if r.ok else r.error.kind)
         r = tools.call("read_filing", file_stem=stem, max_chars=4000)
@@ -70,8 +92,13 @@ def scoped_reads(tools: Tools, index: CorpusIndex, stems: list[str]) -> dict:
         "floor_text_ms_p50": p50(floor_md),
         "scoped_sql_ms_p50": p50(scoped),
         "read_filing_ms_p50": p50(reads),
+        "floor_all_columns_cpu_ms_p50": p50(floor_cpu),
+        "scoped_sql_worker_cpu_ms_p50": p50(scoped_cpu),
+        "read_filing_worker_cpu_ms_p50": p50(read_cpu),
+        "scoped_locate_phase_ms_p50": p50(locate),
         "errors": errors,
     }
+    out["scoped_sql_cpu_vs_floor_cpu"] = round(out["scoped_sql_worker_cpu_ms_p50"] / out["floor_all_columns_cpu_ms_p50"], 2)
     out["scoped_sql_vs_floor"] = round(out["scoped_sql_ms_p50"] / out["floor_all_columns_ms_p50"], 2)
     out["read_filing_vs_floor"] = round(out["read_filing_ms_p50"] / out["floor_text_ms_p50"], 2)
     return out
@@ -112,7 +139,9 @@ def plain_lookups(paths: list[Path], stems: list[str], limit: str | None) -> dic
 
 def trivial_calls(tools: Tools, n: int) -> dict:
     times = [tools.call("sql", query=f"SELECT {i} AS x").timings.total_ms for i in range(n)]
-    return {"ms_p50": p50(times), "ms_p90": round(sorted(times)[int(n * 0.9) - 1], 2), "calls": n}
+    cpu = [worker_cpu(tools, "sql", {"query": f"SELECT {i} AS x", "file_stem": None})[0] for i in range(n)]
+    return {"ms_p50": p50(times), "ms_p90": round(sorted(times)[int(n * 0.9) - 1], 2), "calls": n,
+            "worker_cpu_ms_p50": p50(cpu)}
 
 
 def searches(tools: Tools, corpus: Path, repeats: int) -> dict:
@@ -126,6 +155,7 @@ def searches(tools: Tools, corpus: Path, repeats: int) -> dict:
     in_process = [timed(lambda q=q: local.search(q, 1, 20)) for q in queries]
     calls = [tools.call("search_headers", query=q) for q in queries]
     end_to_end = [r.timings.total_ms for r in calls if r.ok]
+    cpu = [worker_cpu(tools, "search_headers", {"query": q, "page": 1, "page_size": 20})[0] for q in queries]
     # The same question over parsed_md through the sql tool (what the agent would do without it).
     q = queries[0].replace("'", "''")
     text = tools.call("sql", query=f"SELECT file_stem FROM filings WHERE contains(parsed_md, '{q}') ORDER BY file_stem LIMIT 20")
@@ -134,6 +164,7 @@ def searches(tools: Tools, corpus: Path, repeats: int) -> dict:
         "build_ms": round(build_ms, 1),
         "search_alone_ms_p50": p50(in_process),
         "call_ms_p50": p50(end_to_end),
+        "call_worker_cpu_ms_p50": p50(cpu),
         "over_parsed_md": {"ok": text.ok, "ms": round(text.timings.total_ms, 1),
                            "error": text.error.kind if text.error else None},
     }

@@ -198,6 +198,7 @@ def _prepare(config: dict, files: dict[str, int]):  # pragma: no cover - runs in
     # call with the copy vs 36 ms). Safe because the server never runs a statement on it, and
     # with threads=1 and async_threads=0 DuckDB starts no thread (checked: fork from a threaded
     # process is not safe, so with any extra thread the children connect themselves).
+    _warm_up(files, metadata)
     _release_freed_memory()
     # Two locked DuckDB connections, made once here and copied into every child by fork: one
     # reads exactly the snapshot files through the view `filings`, one reads no file at all
@@ -234,6 +235,25 @@ def _prepare(config: dict, files: dict[str, int]):  # pragma: no cover - runs in
         corpus_con.close()
         ctx = dataclasses.replace(ctx, corpus_con=None)
     return ctx
+
+
+def _warm_up(files: dict[str, int], metadata: dict) -> None:  # pragma: no cover - in the server
+    """Run the read path once so that lazy initialisation (codecs, kernels, allocator arenas)
+    happens here, once, instead of in every forked child."""
+    import duckdb
+    import pyarrow.parquet as pq
+
+    from parquet_agent.tools.sandbox import fd_path
+
+    name, fd = next(iter(files.items()))
+    if metadata[name].num_row_groups == 0:
+        return
+    handle = pq.ParquetFile(fd_path(fd), metadata=metadata[name], pre_buffer=False)
+    row = handle.read_row_group(0, use_threads=False).slice(0, 1)
+    con = duckdb.connect(":memory:", config={"threads": 1, "async_threads": 0})
+    con.register("filing", row)
+    con.execute("SELECT * FROM filing").fetchall()
+    con.close()
 
 
 def _corpus_con_works_in_child(ctx) -> bool:  # pragma: no cover - runs in the server

@@ -230,7 +230,8 @@ def _locate_row(file_stem: str, columns: list[str] | None, ctx: Context) -> pa.T
 
 
 def _parquet(file: str, ctx: Context) -> pq.ParquetFile:
-    return pq.ParquetFile(fd_path(ctx.files[file]), metadata=ctx.metadata.get(file))
+    # pre_buffer=False: no Arrow I/O thread; one row group of a local file gains nothing from it
+    return pq.ParquetFile(fd_path(ctx.files[file]), metadata=ctx.metadata.get(file), pre_buffer=False)
 
 
 def _find(handle: pq.ParquetFile, file_stem: str) -> tuple[int, int] | None:
