@@ -166,7 +166,8 @@ def print_case(c: dict[str, Any], out: TextIO = sys.stdout, *, full: bool = Fals
         usage, acost = a.get("usage") or {}, a.get("cost") or {}
         p.line(f"  {a.get('label')} #{a.get('number')} {a.get('purpose')} {a.get('outcome')}"
                f"{': ' + str(a['error']) if a.get('error') else ''}; "
-               f"{a.get('actual_provider')}/{a.get('actual_model')}; {a.get('duration_ms')} ms; "
+               f"{a.get('actual_provider') or 'unverified'}/{a.get('actual_model') or 'unverified'}; "
+               f"{a.get('duration_ms')} ms; "
                f"tokens {usage.get('input_tokens')}/{usage.get('output_tokens')}; "
                f"USD {acost.get('usd')} ({acost.get('source')})")
         for kind in ("request", "response"):

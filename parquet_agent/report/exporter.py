@@ -6,7 +6,9 @@ Writes, relative to the run folder (DESIGN.md run-directory contract):
 
     cases/<case-id>.json           build_case(): the self-contained audit record of one case
                                    (compact canonical JSON, one line)
-    cases-index.json / .csv        one row per case (INDEX_COLUMNS), links to the case JSON
+    cases-index.json / .csv        one row per case (INDEX_COLUMNS), links to the case JSON (in
+                                   the CSV, text starting with = + - @ gets a leading ' so a
+                                   spreadsheet never runs it as a formula)
     summary.json                   per model x strategy and per run figures, from the records
     report.html                    the self-contained filterable report (report.html_report)
     case-export-provenance.json    exporter version hash, sha256 of every run file read and of
@@ -199,12 +201,25 @@ def build_summary(source: RunSource, rows: list[dict[str, Any]]) -> dict[str, An
 # -- index --------------------------------------------------------------------------------------
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell. Text that a spreadsheet would run as a formula (answers and questions are
+    untrusted) gets a leading `'`, the usual guard; cases-index.json keeps the exact text."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
 def _csv(rows: list[dict[str, Any]]) -> bytes:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=INDEX_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+        writer.writerow({k: _cell(v) for k, v in row.items()})
     return out.getvalue().encode("utf-8", "backslashreplace")
 
 

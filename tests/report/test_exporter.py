@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from parquet_agent.errors import ExportError
 from parquet_agent.experiment_config import ExperimentConfig
 from parquet_agent.report.case_record import INDEX_COLUMNS, TOOL_COUNT_FIELDS
 from parquet_agent.report.exporter import PROVENANCE, export_run
-from parquet_agent.store import CaseStarted, RunStore, freeze, read_raw
+from parquet_agent.store import CaseFinished, CaseStarted, RunStore, freeze, read_raw
 from tests.harness_corpus import CANARY
 from tests.report.conftest import HOSTILE, INCOMPLETE_CASE, MISSING_REQUEST, fresh_copy
 
@@ -177,7 +179,9 @@ def test_http_case_shows_provider_identity_and_the_hostile_answer_verbatim(http_
     assert html.count("<script>") == 1  # only the report's own script element
 
 
-def test_backfill_lists_cases_that_never_started(tmp_path, corpus):
+def _journal_only_run(tmp_path: Path, corpus: Path, *events) -> Path:
+    """A run folder written through the store API alone: Q001 and Q002 planned, `events`
+    appended to Q001's journal."""
     config = ExperimentConfig.from_dict({
         "name": "partial", "corpus": str(corpus), "questions": str(corpus / "questions.jsonl"),
         "sample": "all", "strategies": ["sql"], "runs_dir": str(tmp_path / "runs"),
@@ -185,8 +189,15 @@ def test_backfill_lists_cases_that_never_started(tmp_path, corpus):
     frozen = freeze(config, question_ids=["Q001", "Q002"], corpus_snapshot=None,
                     prompt_hashes={}, sandbox_mode="test")
     with RunStore(tmp_path / "runs").create(config, frozen, run_id="partial") as run:
-        run.journal("Q001__m__sql").append(CaseStarted("Q001__m__sql", "Q001", "m", "sql"))
-        run_dir = run.dir
+        journal = run.journal("Q001__m__sql")
+        journal.append(CaseStarted("Q001__m__sql", "Q001", "m", "sql"))
+        for event in events:
+            journal.append(event)
+        return run.dir
+
+
+def test_backfill_lists_cases_that_never_started(tmp_path, corpus):
+    run_dir = _journal_only_run(tmp_path, corpus)
     result = export_run(run_dir)
     assert result.cases == 2
     rows = json.loads((run_dir / "cases-index.json").read_text())["cases"]
@@ -203,3 +214,34 @@ def test_a_folder_that_is_not_a_run_is_a_designed_error(tmp_path):
     (tmp_path / "manifest.json").write_text("{not json")
     with pytest.raises(ExportError, match="cannot read the run"):
         export_run(tmp_path)
+
+
+def test_csv_cells_never_start_a_spreadsheet_formula(tmp_path, corpus):
+    formula = "=HYPERLINK(\"http://example.invalid\",\"x\")"
+    run_dir = _journal_only_run(tmp_path, corpus, CaseFinished("complete", "answered", formula))
+    export_run(run_dir)
+    with open(run_dir / "cases-index.csv", newline="", encoding="utf-8") as f:
+        row = next(csv.DictReader(f))
+    assert row["answer"] == "'" + formula
+    rows = json.loads((run_dir / "cases-index.json").read_text())["cases"]
+    assert rows[0]["answer"] == formula  # the JSON index keeps the exact text
+
+
+def test_the_exporter_loads_no_model_sdk_and_no_query_engine(offline_run, tmp_path):
+    """Offline by construction: exporting never even imports a provider SDK, a provider
+    adapter, the tools or DuckDB, so it cannot call a model or read the corpus. (httpx2 itself
+    is imported with the store, through `models.spec`.)"""
+    run_dir = fresh_copy(offline_run, tmp_path)
+    code = ("import sys; from parquet_agent.report.exporter import export_run; "
+            f"export_run({str(run_dir)!r}); "
+            "print(sorted({m.split('.')[0] if not m.startswith('parquet_agent') else m "
+            "for m in sys.modules}))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(eval(proc.stdout))  # a printed list of module names
+    assert "parquet_agent.report.exporter" in loaded
+    assert not loaded & {"openai", "anthropic", "google", "duckdb", "pyarrow",
+                         "parquet_agent.tools", "parquet_agent.models.openai_chat",
+                         "parquet_agent.models.anthropic_messages", "parquet_agent.models.gemini",
+                         "parquet_agent.corpus.snapshot", "parquet_agent.corpus.index"}

@@ -223,7 +223,8 @@
       var tr = el("tr", null);
       [a.label, a.number, a.purpose, a.outcome + (a.error ? ": " + a.error : ""),
        fmt(a.requested_provider) + " / " + fmt(a.requested_model),
-       fmt(a.actual_provider) + " / " + fmt(a.actual_model), fmt(a.temperature),
+       (a.actual_provider || "unverified") + " / " + (a.actual_model || "unverified"),
+       fmt(a.temperature),
        fmt(a.reasoning_effort), fmt(a.started_at), fmt(a.queue_ms), fmt(a.duration_ms),
        fmt(a.http_status), fmt(a.finish_reason) + (a.response_id ? " (" + a.response_id + ")" : ""),
        [u.input_tokens, u.output_tokens, u.cached_tokens, u.reasoning_tokens].map(function (x) { return fmt(x); }).join(" / "),
