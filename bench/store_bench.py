@@ -147,7 +147,7 @@ def main() -> None:
 
         def emit(journal, payload):
             t, c = time.perf_counter(), time.thread_time()
-            journal.append(payload)
+            journal.append_many(payload) if isinstance(payload, list) else journal.append(payload)
             event_ms.append((time.perf_counter() - t) * 1000)
             event_cpu[0] += (time.thread_time() - c) * 1000
 
@@ -157,10 +157,10 @@ def main() -> None:
             emit(j, CaseStarted(case, row["financebench_id"], "m", "sql+stream"))
             messages = (SystemMessage(SYSTEM), UserMessage(row["question"]))
             r1 = model.complete(ModelRequest(messages, specs, label=f"{case}/turn-01"), sink)
-            for a in r1.attempts:
-                emit(j, ModelAttempt(a.label, asdict(a)))
-            emit(j, ModelTurn(1, f"{case}/turn-01", r1.attempts[-1].request_path,
-                              r1.attempts[-1].response_path, asdict(r1.reply)))
+            # a turn's attempts and the turn itself: one durable write
+            emit(j, [ModelAttempt(a.label, asdict(a)) for a in r1.attempts] + [
+                ModelTurn(1, f"{case}/turn-01", r1.attempts[-1].request_path,
+                          r1.attempts[-1].response_path, asdict(r1.reply))])
             call = r1.reply.tool_calls[0]
             output = {"source_id": call.arguments["file_stem"], "start": at,
                       "end": at + len(excerpt), "text": excerpt, "next_start": at + len(excerpt)}
@@ -169,22 +169,21 @@ def main() -> None:
                                   timings={"queue_ms": 0.1, "run_ms": 20.0, "total_ms": 20.1}))
             messages += (r1.reply.message, ToolMessage(call.id, call.name, text))
             r2 = model.complete(ModelRequest(messages, specs, label=f"{case}/turn-02"), sink)
-            for a in r2.attempts:
-                emit(j, ModelAttempt(a.label, asdict(a)))
-            emit(j, ModelTurn(2, f"{case}/turn-02", r2.attempts[-1].request_path,
-                              r2.attempts[-1].response_path, asdict(r2.reply)))
+            # a turn's attempts and the turn itself: one durable write
+            emit(j, [ModelAttempt(a.label, asdict(a)) for a in r2.attempts] + [
+                ModelTurn(2, f"{case}/turn-02", r2.attempts[-1].request_path,
+                          r2.attempts[-1].response_path, asdict(r2.reply))])
             evidence = "\n".join(e.get("evidence_text", "") for e in row.get("evidence", []))
             judge_in = (f"Question: {row['question']}\nCandidate answer: {r2.reply.text}\n"
                         f"Reference answer: {row['answer']}\nGold evidence: {evidence}\n"
                         f"Tool evidence:\n[{call.id}] {text}")
             r3 = model.complete(ModelRequest((SystemMessage(JUDGE), UserMessage(judge_in)),
                                              purpose="judge", label=f"{case}/judge"), sink)
-            for a in r3.attempts:
-                emit(j, JudgeAttempt(a.label, asdict(a)))
             scores = json.loads(r3.reply.text)
-            emit(j, Judgment("judge", scores["correctness"], scores["citation_support"],
-                             scores["rationale"], True, request_path=r3.attempts[-1].request_path,
-                             response_path=r3.attempts[-1].response_path))
+            emit(j, [JudgeAttempt(a.label, asdict(a)) for a in r3.attempts] + [
+                Judgment("judge", scores["correctness"], scores["citation_support"],
+                         scores["rationale"], True, request_path=r3.attempts[-1].request_path,
+                         response_path=r3.attempts[-1].response_path)])
             emit(j, CaseFinished("complete", answer=r2.reply.text, wall_ms=1.0))
         stats = run.raw.stats()
         journal_bytes = sum(p.stat().st_size for p in (run.dir / "journal").iterdir())
@@ -204,7 +203,7 @@ def main() -> None:
     print(f"RawStore.write: p50 {statistics.median(sink.ms):.3f} ms, "
           f"p95 {sorted(sink.ms)[int(0.95 * writes)]:.3f} ms over {writes} writes")
     print(f"Journal.append: p50 {statistics.median(event_ms):.3f} ms, "
-          f"p95 {sorted(event_ms)[int(0.95 * len(event_ms))]:.3f} ms over {len(event_ms)} events")
+          f"p95 {sorted(event_ms)[int(0.95 * len(event_ms))]:.3f} ms over {len(event_ms)} appends")
     print(f"store time per case (writes + events): {per_case_store_ms:.2f} ms wall, "
           f"{(sink.cpu_ms + event_cpu[0]) / n:.2f} ms CPU (the rest is waiting for fdatasync)")
     print(f"fdatasync of a 300-byte append on this disk now: p50 {fsync_p50(root):.3f} ms "
