@@ -145,7 +145,8 @@ class BaselineModel:
         for name in terms.companies[:2]:
             yield call("sql", query=(
                 "SELECT file_stem, year, month, substr(parsed_md, 1, 400) AS head FROM filings "
-                f"WHERE contains(substr(parsed_md, 1, 3000), '{_sql_text(name)}') LIMIT 20"))
+                f"WHERE contains(lower(substr(parsed_md, 1, 3000)), '{_sql_text(name.lower())}') "
+                "LIMIT 20"))
 
     def _read(self, cand: Candidate, terms: QuestionTerms, call, can_read: bool):
         phrases = terms.phrases[: self.max_reads]
@@ -168,9 +169,11 @@ def rank(cands: list[Candidate], terms: QuestionTerms) -> list[Candidate]:
     def score(c: Candidate) -> int:
         s = 0
         blob = f"{c.period} {c.filing_date} {c.head}"
+        # With several years ("FY2015 to FY2016") the latest filing holds them all.
+        latest = max(terms.years) if terms.years else None
         for y in terms.years:
             if c.period.startswith(y):
-                s += 3
+                s += 3 if y == latest else 1
             elif y in blob:
                 s += 1
         if terms.form_type and (c.form_type.upper() == terms.form_type

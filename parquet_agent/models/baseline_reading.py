@@ -34,7 +34,15 @@ _NOT_NAMES = frozenset(
     According Please Provide Calculate Round Answer Assume If In For The Of By On At As Among
     Between From Compared Considering Response Question FY Q1 Q2 Q3 Q4 USD GAAP EPS EBITDA
     EBIT CAPEX ROA ROE YoY TTM Form Inc Corp Corporation Company Co Ltd LLC Annual Report
-    Quarterly Statement Statements Cash Flow Flows Balance Sheet Income Net Total""".split()
+    Quarterly Statement Statements Cash Flow Flows Balance Sheet Income Net Total Has Have Here
+    You We Our Among Are Was Were Answer Fixed Operating Adjusted Non Real Sales Gross Revenue
+    Segment Segments Ratio Margin Free Days Average Change Growth Year Years Quarter Dated January
+    February March April May June July August September October November December""".split()
+)
+# Financial acronyms that look like names but are metrics.
+_ACRONYMS = frozenset(
+    """M&A PP&E COGS DPO DSO DIO P&L D&A SG&A R&D FX ROA ROE ROIC ROCE EPS CAPEX GAAP CEO CFO US
+    USA YOY NI FCF LTM TTM EBITDA EBIT OCF NOPAT WACC CAGR AR AP""".split()
 )
 _FORM = re.compile(r"\b(10-K|10-Q|8-K|20-F|40-F|6-K|S-1|DEF 14A)\b", re.IGNORECASE)
 _YEAR = re.compile(r"(?<!\d)(?:FY\s?)?((?:19|20)\d{2})(?!\d)")
@@ -100,7 +108,8 @@ def _names(text: str) -> tuple[str, ...]:
             if current:
                 current.append(tok)
             continue
-        if capital and clean not in _NOT_NAMES and not _YEAR.fullmatch(clean) \
+        if capital and clean not in _NOT_NAMES and clean.upper() not in _ACRONYMS \
+                and not _YEAR.fullmatch(clean) \
                 and not re.fullmatch(r"FY\d+|Q[1-4]|\d+[A-Z]?-[A-Z]", clean) and not _FORM.fullmatch(clean):
             current.append(clean)
             continue
@@ -115,8 +124,13 @@ def _names(text: str) -> tuple[str, ...]:
             run.pop()
         if run:
             out.append(" ".join(run))
-    # Longer names first (more specific), then their first word as a fallback.
-    ordered = sorted(dict.fromkeys(out), key=lambda n: (-len(n.split()), text.find(n)))
+    # A name in possessive or after "for/of/by/at" is most likely the company; then longer
+    # names (more specific); then their first word as a fallback.
+    def weight(n: str) -> tuple:
+        cue = re.search(rf"(\b(for|of|by|at|did|does|has)\s+{re.escape(n)})|({re.escape(n)}'s)", text)
+        return (0 if cue else 1, -len(n.split()), text.find(n))
+
+    ordered = sorted(dict.fromkeys(out), key=weight)
     variants = list(ordered)
     for n in ordered:
         first = n.split()[0]

@@ -65,7 +65,7 @@ def test_first_step_searches_headers_or_sql():
     (call,) = first.tool_calls
     assert (call.name, call.arguments) == ("search_headers", {"query": "3M"})
     (sql,) = decide(Q_CAPEX, tools=SQL_ONLY).tool_calls
-    assert sql.name == "sql" and "contains(substr(parsed_md, 1, 3000), '3M')" in sql.arguments["query"]
+    assert sql.name == "sql" and "contains(lower(substr(parsed_md, 1, 3000)), '3m')" in sql.arguments["query"]
     assert "file_stem" in sql.arguments["query"]
 
 
@@ -131,7 +131,7 @@ def test_says_it_found_nothing_when_nothing_matches():
              for i, q in enumerate(["3M"])]
     turns.append((ToolCall("s1", "sql", {"query": (
         "SELECT file_stem, year, month, substr(parsed_md, 1, 400) AS head FROM filings "
-        "WHERE contains(substr(parsed_md, 1, 3000), '3M') LIMIT 20")}),
+        "WHERE contains(lower(substr(parsed_md, 1, 3000)), '3m') LIMIT 20")}),
         {"columns": ["file_stem"], "rows": [], "row_count": 0}))
     reply = decide(Q_CAPEX, *turns)
     assert reply.tool_calls == () and "could not find" in reply.text
