@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -49,7 +50,8 @@ p = subprocess.run(sys.argv[1:], capture_output=True, text=True)
 dt = time.perf_counter() - t
 print(p.stdout[-2000:], file=sys.stderr)
 if p.returncode: print(p.stderr[-3000:], file=sys.stderr); sys.exit(p.returncode)
-print(json.dumps({"seconds": dt, "peak_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"seconds": dt, "cpu_seconds": ru.ru_utime + ru.ru_stime, "peak_rss_mib": ru.ru_maxrss / 1024}))
 """
 
 
@@ -202,12 +204,17 @@ def main() -> int:
 
     (work / "bench_corpus.json").write_text(json.dumps(results, indent=2) + "\n")
     p, ix = results["prepare"], results["index"]
-    print(f"\n### {rows:,} rows, corpus {results['corpus_bytes'] / 2**20:,.0f} MiB ({args.corpus})\n")
-    print("| step | time | throughput | peak RSS |\n|---|---|---|---|")
+    load = os.getloadavg()
+    results["loadavg_at_end"] = load
+    print(f"\n### {rows:,} rows, corpus {results['corpus_bytes'] / 2**20:,.0f} MiB ({args.corpus}); "
+          f"load average at end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}\n")
+    print("| step | wall | CPU | throughput (wall) | peak RSS |\n|---|---|---|---|---|")
     print(f"| prepare (plain, {results['plain_row_groups']} row groups → {p['prepared_row_groups']} byte-capped) "
-          f"| {p['seconds']:.1f} s | {p['rows_per_s']:,.0f} rows/s, {p['parquet_in_mb_per_s']:.1f} MB/s Parquet in, "
-          f"{p['markdown_mb_per_s']:.1f} MB/s Markdown | {p['peak_rss_mib']:,.0f} MiB |")
-    print(f"| index (+ header parse) | {ix['seconds']:.1f} s | {ix['rows_per_s']:,.0f} rows/s | {ix['peak_rss_mib']:,.0f} MiB |")
+          f"| {p['seconds']:.1f} s | {p['cpu_seconds']:.1f} s | {p['rows_per_s']:,.0f} rows/s, "
+          f"{p['parquet_in_mb_per_s']:.1f} MB/s Parquet in, {p['markdown_mb_per_s']:.1f} MB/s Markdown "
+          f"| {p['peak_rss_mib']:,.0f} MiB |")
+    print(f"| index (+ header parse) | {ix['seconds']:.1f} s | {ix['cpu_seconds']:.1f} s | {ix['rows_per_s']:,.0f} rows/s "
+          f"| {ix['peak_rss_mib']:,.0f} MiB |")
     print("\n| single-filing read | median | p90 | peak RSS | errors |\n|---|---|---|---|---|")
     for name, r in lookups.items():
         med = f"{r['median_ms']:.1f} ms" if "median_ms" in r else "—"
