@@ -6,26 +6,37 @@ transport, our own retries, a dated price table, and offline models (scripted, b
     result = model.complete(ModelRequest(messages=(UserMessage("hi"),)), DirectorySink(run_dir))
 
 Fake provider servers for tests are in `parquet_agent.models.fakes`.
+
+The names below are imported on first use (PEP 562), so `import parquet_agent.models.protocol`
+(done by tools, store and worker processes) does not pay for httpx2 and the SDKs.
 """
 
-from parquet_agent.models.baseline import BaselineModel
-from parquet_agent.models.factory import build_model
-from parquet_agent.models.prices import PriceTable
-from parquet_agent.models.retry import RetryPolicy
-from parquet_agent.models.scripted import ScriptedModel
-from parquet_agent.models.sink import DirectorySink
-from parquet_agent.models.spec import ModelSpec, load_model_specs, model_spec_from_table
-from parquet_agent.models.transport import RecordingTransport
+from __future__ import annotations
 
-__all__ = [
-    "BaselineModel",
-    "DirectorySink",
-    "ModelSpec",
-    "PriceTable",
-    "RecordingTransport",
-    "RetryPolicy",
-    "ScriptedModel",
-    "build_model",
-    "load_model_specs",
-    "model_spec_from_table",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "BaselineModel": "parquet_agent.models.baseline",
+    "DirectorySink": "parquet_agent.models.sink",
+    "ModelSpec": "parquet_agent.models.spec",
+    "PriceTable": "parquet_agent.models.prices",
+    "RecordingTransport": "parquet_agent.models.transport",
+    "RetryPolicy": "parquet_agent.models.retry",
+    "ScriptedModel": "parquet_agent.models.scripted",
+    "build_model": "parquet_agent.models.factory",
+    "load_model_specs": "parquet_agent.models.spec",
+    "model_spec_from_table": "parquet_agent.models.spec",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'parquet_agent.models' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)

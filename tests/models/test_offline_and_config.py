@@ -129,3 +129,23 @@ def test_preflight_fails_clearly_without_key(tmp_path):
                           capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 1
     assert "PA_TEST_KEY" in proc.stdout and "FAILED" in proc.stdout
+
+
+def test_public_surface_and_cheap_protocol_import():
+    import parquet_agent.models as models
+    import parquet_agent.models.fakes as fakes
+
+    assert models.__all__ == sorted([
+        "BaselineModel", "DirectorySink", "ModelSpec", "PriceTable", "RecordingTransport",
+        "RetryPolicy", "ScriptedModel", "build_model", "load_model_specs",
+        "model_spec_from_table"])
+    for name in models.__all__:
+        assert getattr(models, name) is not None
+    assert {"FakeReply", "Fault", "openai_server", "anthropic_server", "gemini_server",
+            "http_error", "DROP", "MALFORMED", "EMPTY", "slow", "echo_key"} <= set(fakes.__all__)
+    # Workers import the protocol records only: that must not drag in httpx2 or an SDK.
+    code = ("import sys, parquet_agent.models.protocol; "
+            "print(sorted(m for m in ('httpx2', 'openai', 'anthropic', 'google.genai') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
