@@ -4,7 +4,7 @@ through the index vs `WHERE file_stem = ...` in the plain-export and the prepare
     .venv/bin/python bench/bench_corpus.py --corpus /work/scale/tenth --work /work/scale/tenth-bench
 
 `--corpus` is a built corpus (`corpus build`, tool-ready). The script, in one run:
-1. writes the same rows as a plain pandas/pyarrow-style export (random order, ONE row group per
+1. writes the same rows as a plain pandas/pyarrow-style export (shuffled, ONE row group per
    monthly file) into WORK/plain (skipped if present);
 2. runs `parquet-agent corpus prepare WORK/plain --out WORK/prepared` in a child process:
    wall time, rows/s, MB/s (Parquet in and Markdown), peak RSS of the child;
@@ -65,16 +65,29 @@ def timed_command(*cmd: str) -> dict:
 
 
 def write_plain(src: Path, dst: Path, seed: int = 0) -> dict:
-    """Same rows as `src`, each monthly file shuffled and written as ONE row group."""
+    """Same rows as `src`, each monthly file written as ONE row group in shuffled order.
+
+    The shuffle permutes the source row groups and the rows inside each, so the file is not
+    sorted by file_stem and holds the month's Markdown once in memory (a full shuffle would hold
+    it twice: about 11 GB for the largest month at full scale)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     dst.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
     started = time.perf_counter()
     for path in sorted(src.glob("*.parquet")):
-        table = pq.read_table(path)
-        order = list(range(table.num_rows))
-        random.Random(seed).shuffle(order)
-        table = table.take(order)
+        pf = pq.ParquetFile(path)
+        groups = list(range(pf.num_row_groups))
+        rng.shuffle(groups)
+        parts = []
+        for g in groups:
+            part = pf.read_row_group(g)
+            order = list(range(part.num_rows))
+            rng.shuffle(order)
+            parts.append(part.take(order))
+        table = pa.concat_tables(parts)
+        del parts
         pq.write_table(table, dst / path.name, row_group_size=table.num_rows, compression="zstd")
         del table
     return {"seconds": time.perf_counter() - started}
