@@ -49,6 +49,7 @@ from parquet_agent.store.run import CaseReplay
 from parquet_agent.tools.result import ToolResult, error_result
 
 PROMPT_VERSION = "agent-v1"
+NO_TOOLS = "none"  # the closed-book strategy
 
 SYSTEM_PROMPT = """\
 You answer questions about a corpus of SEC filings stored as Parquet files. You cannot see the
@@ -75,6 +76,10 @@ STRATEGY_NOTES = {
     "character ranges or around a pattern, and use SQL for counts and metadata.",
 }
 
+CLOSED_BOOK_PROMPT = """\
+You answer questions about SEC filings from what you know; you have no tools and no access to
+the filings. Answer in plain sentences. If you do not know the answer, say so plainly."""
+
 FINAL_ANSWER_PROMPT = (
     "You have used your tool budget. Do not call any more tools. Give your best answer now, "
     "from what you have found so far, with citations in the required form; if you did not find "
@@ -83,6 +88,8 @@ FINAL_ANSWER_PROMPT = (
 
 
 def system_prompt(strategy: str) -> str:
+    if strategy == NO_TOOLS:
+        return CLOSED_BOOK_PROMPT
     return SYSTEM_PROMPT.format(strategy_note=STRATEGY_NOTES.get(strategy, ""))
 
 
@@ -94,6 +101,19 @@ class ToolExecutor(Protocol):
     def specs(self) -> tuple[ToolSpec, ...]: ...
 
     def call_raw(self, name: object, arguments: object) -> ToolResult: ...
+
+
+class NoTools:
+    """The closed-book strategy: no tool is offered, and a call anyway is an error value."""
+
+    strategy = NO_TOOLS
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        return ()
+
+    def call_raw(self, name: object, arguments: object) -> ToolResult:
+        return error_result(str(name)[:200], arguments, "unknown_tool",
+                            "this is a closed-book case: no tools are available")
 
 
 @dataclass(frozen=True)

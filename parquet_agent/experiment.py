@@ -33,7 +33,15 @@ from typing import Any, Mapping
 
 import psutil
 
-from parquet_agent.agent import Agent, AgentLimits, AgentOutcome, PROMPT_VERSION, system_prompt
+from parquet_agent.agent import (
+    NO_TOOLS,
+    PROMPT_VERSION,
+    Agent,
+    AgentLimits,
+    AgentOutcome,
+    NoTools,
+    system_prompt,
+)
 from parquet_agent.corpus.questions import QuestionSet, load_questions
 from parquet_agent.corpus.snapshot import CorpusSnapshot
 from parquet_agent.errors import CorpusError, ModelCallError, SnapshotChangedError
@@ -104,9 +112,11 @@ class Experiment:
         snapshot = _checked_snapshot(Path(config.corpus))
         models = {spec.name: _build(spec, self.env) for spec in config.models}
         judge_model = build_judge_model(config.judge, self.env)
-        tools = {s: Tools.open(config.corpus, s, cache=config.limits.cache,
-                               data_workers=config.limits.data_workers, snapshot=snapshot)
-                 for s in config.strategies}
+        tools: dict[str, Any] = {
+            s: NoTools() if s == NO_TOOLS else Tools.open(
+                config.corpus, s, cache=config.limits.cache,
+                data_workers=config.limits.data_workers, snapshot=snapshot)
+            for s in config.strategies}
         # the harness's own reads (cited spans for the judge) are never counted as agent calls
         reader = tools.get("sql+stream") or Tools.open(config.corpus, "sql+stream",
                                                         snapshot=snapshot)
@@ -114,7 +124,7 @@ class Experiment:
             frozen = freeze(
                 config, question_ids=question_ids, corpus_snapshot=snapshot.to_json(),
                 prompt_hashes=_prompt_hashes(tools),
-                sandbox_mode=next(iter(tools.values())).sandbox_mode)
+                sandbox_mode=reader.sandbox_mode)
             run = self._open_run(config, frozen, run_dir, resume)
             try:
                 return self._execute(run, config, questions, question_ids, snapshot, models,
@@ -123,7 +133,8 @@ class Experiment:
                 run.close()
         finally:
             for t in {*tools.values(), reader}:
-                t.close()
+                if isinstance(t, Tools):
+                    t.close()
 
     def _open_run(self, config: ExperimentConfig, frozen: dict, run_dir: str | Path | None,
                   resume: bool) -> Run:
@@ -320,7 +331,7 @@ def _checked_snapshot(corpus: Path) -> CorpusSnapshot:
     return snapshot
 
 
-def _prompt_hashes(tools: dict[str, Tools]) -> dict[str, str]:
+def _prompt_hashes(tools: dict[str, Any]) -> dict[str, str]:
     def h(text: str) -> str:
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 

@@ -15,8 +15,10 @@ the same checks as one read from TOML. Errors are `ConfigError` naming the key a
 Keys (the contract's keys, unchanged, plus documented optional ones):
 
 - top level: `name`, `corpus`, `questions`, `sample` (`"all"` | `{n, seed}` | `{ids=[...]}`,
-  default `"all"`), `strategies` (subset of `sql`, `sql+stream`), `runs_dir` (default `runs`),
-  `[[models]]` (at least one), `[judge]`, `[limits]`.
+  default `"all"`), `strategies` (subset of `sql`, `sql+stream`, default both; `none` is our
+  addition: no tools, closed book), `runs_dir` (default `runs`), `[[models]]` (at least one),
+  `[judge]`, `[limits]`, and our optional `scope` (a JSON file `{"schema_version": 1, "scopes":
+  {question_id: [file_stem, ...]}}`: each case's tools see only its question's filings).
 - a model (`[[models]]` entry or `[judge]`): `name` (a slug; it goes into case ids
   `<question_id>__<name>__<strategy>`, so it may not contain `__`; unique across models; the judge
   defaults to `judge`), `provider` (`openai | anthropic | google | scripted | baseline`; the judge
@@ -56,7 +58,8 @@ from parquet_agent.errors import ConfigError
 from parquet_agent.models.spec import ModelSpec, model_spec_from_table
 
 SCHEMA_VERSION = 1
-STRATEGIES = ("sql", "sql+stream")
+STRATEGIES = ("sql", "sql+stream", "none")  # "none": no tools (closed book)
+DEFAULT_STRATEGIES = ("sql", "sql+stream")
 MODEL_PROVIDERS = ("openai", "anthropic", "google", "scripted", "baseline")
 JUDGE_PROVIDERS = MODEL_PROVIDERS + ("rubric",)
 OFFLINE_PROVIDERS = ("scripted", "baseline", "rubric")
@@ -287,7 +290,7 @@ class Limits:
 
 _LIMIT_KEYS = tuple(f.name for f in fields(Limits) if not f.name.startswith("_"))
 _TOP_KEYS = ("name", "corpus", "questions", "sample", "strategies", "runs_dir", "models",
-             "judge", "limits")
+             "judge", "limits", "scope")
 
 
 @dataclass(frozen=True)
@@ -299,10 +302,11 @@ class ExperimentConfig:
     questions: Path
     models: tuple[ModelSpec, ...]
     judge: ModelSpec
-    strategies: tuple[str, ...] = STRATEGIES
+    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
     sample: Sample = field(default_factory=Sample)
     runs_dir: Path = Path("runs")
     limits: Limits = field(default_factory=Limits)
+    scope: Path | None = None  # JSON: {"scopes": {question_id: [file_stem, ...]}}
     base_dir: Path | None = field(default=None, compare=False)
     source: str = field(default="config", compare=False, repr=False)
 
@@ -312,8 +316,10 @@ class ExperimentConfig:
         if not self.name.strip():
             raise _fail(f"{s} name", "is empty")
         base = Path(self.base_dir) if self.base_dir is not None else Path.cwd()
-        for key in ("corpus", "questions", "runs_dir"):
+        for key in ("corpus", "questions", "runs_dir", "scope"):
             value = getattr(self, key)
+            if value is None and key == "scope":
+                continue
             _check_type(f"{s} {key}", value, (str, Path), "a path string")
             object.__setattr__(self, key, (base / Path(value)).resolve())
         if isinstance(self.sample, (str, Mapping)):
@@ -384,6 +390,8 @@ class ExperimentConfig:
             kwargs["strategies"] = data["strategies"]
         if "runs_dir" in data:
             kwargs["runs_dir"] = data["runs_dir"]
+        if "scope" in data:
+            kwargs["scope"] = data["scope"]
         return cls(name=data["name"], corpus=data["corpus"], questions=data["questions"],
                    models=models, judge=judge, sample=Sample.parse(data.get("sample", "all"),
                                                                    f"{s} sample"),
@@ -394,7 +402,8 @@ class ExperimentConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form frozen into the manifest (absolute paths; loads back with from_dict)."""
-        return {
+        optional = {"scope": str(self.scope)} if self.scope is not None else {}
+        return optional | {
             "name": self.name,
             "corpus": str(self.corpus),
             "questions": str(self.questions),

@@ -215,3 +215,20 @@ def test_cli_run_prints_the_summary(corpus, tmp_path):
     assert re.search(r"fake\s+sql\s+3\s+3", text) and "run folder:" in text
     manifest = json.loads((tmp_path / "runs" / "cli" / "manifest.json").read_text())
     assert "sk-kill-test" not in json.dumps(manifest)
+
+
+def test_closed_book_strategy_offers_no_tools_and_answers_in_one_round(corpus, tmp_path):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(["I do not know."] * 4))  # 1 health check + 3 cases
+    config = ExperimentConfig.from_dict({
+        "name": "closed", "corpus": str(corpus), "questions": str(corpus / "questions.jsonl"),
+        "strategies": ["none"], "runs_dir": str(tmp_path / "runs"),
+        "models": [{"name": "s", "provider": "scripted", "script": str(script)}],
+        "judge": {"provider": "rubric"}})
+    run = Experiment(config, progress=False).run()
+    cases = run.cases_df()
+    assert sorted(cases["case_id"]) == [f"Q00{i}__s__none" for i in (1, 2, 3)]
+    assert (cases["model_rounds"] == 1).all() and (cases["tool_calls"] == 0).all()
+    first = json.loads(read_raw(run.dir, run.attempts_df()
+                                .query("purpose == 'answer'")["request_path"].iloc[0]))
+    assert first["request"]["tools"] == [] and "no tools" in json.dumps(first)
