@@ -48,6 +48,11 @@ def run_preflight(args: argparse.Namespace) -> int:
     report, failures = [], 0
     for role, spec in [("model", m) for m in models] + ([("judge", judge)] if judge else []):
         entry = {"role": role, "name": spec.name, "provider": spec.provider, "model": spec.model}
+        if spec.provider == "rubric":  # offline judge of the judge piece: nothing to call
+            entry.update(ok=True, skipped="offline rubric judge: no model call to check")
+            report.append(entry)
+            print(f"  [{role}] {spec.name}: rubric -> skipped (offline, no model call)")
+            continue
         try:
             model = build_model(spec)
             request = ModelRequest(

@@ -34,6 +34,9 @@ def build_model(spec: ModelSpec, *, env: Mapping[str, str] | None = None,
         from parquet_agent.models.baseline import BaselineModel
 
         return BaselineModel(name=spec.name, model=spec.model)
+    if spec.provider == "rubric":
+        raise ConfigError(f"model {spec.name!r}: provider 'rubric' is the judge piece's offline "
+                          "judge; build it with parquet_agent.judge, not build_model")
     env = os.environ if env is None else env
     key = env.get(spec.api_key_env or "")
     if not key:

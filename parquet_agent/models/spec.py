@@ -78,7 +78,9 @@ def model_spec_from_table(table: Mapping[str, Any], *, where: str, default_name:
 
 
 def load_model_specs(path: Path) -> tuple[tuple[ModelSpec, ...], ModelSpec | None]:
-    """Read only `[[models]]` and `[judge]` of an experiment config: (models, judge or None)."""
+    """Read only `[[models]]` and `[judge]` of an experiment config: (models, judge or None).
+    A `provider = "rubric"` judge (offline, built by the judge piece) comes back as a spec with
+    that provider, unchecked."""
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text())
@@ -97,7 +99,11 @@ def load_model_specs(path: Path) -> tuple[tuple[ModelSpec, ...], ModelSpec | Non
     if len(set(names)) != len(names):
         raise ConfigError(f"config {path}: model names must be unique, got {names}")
     judge = None
-    if "judge" in data:
+    if isinstance(data.get("judge"), dict) and data["judge"].get("provider") == "rubric":
+        # The offline rubric judge is built by the judge piece, not here; preflight skips it.
+        judge = ModelSpec(name=data["judge"].get("name", "judge"), provider="rubric",
+                          model=data["judge"].get("model", "rubric"))
+    elif "judge" in data:
         judge = model_spec_from_table(data["judge"], where=f"{path}: [judge]",
                                       default_name="judge", base_dir=path.parent)
     return models, judge

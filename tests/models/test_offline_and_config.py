@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from conftest import CANARY, ask
@@ -149,3 +148,18 @@ def test_public_surface_and_cheap_protocol_import():
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_rubric_judge_is_passed_through_and_skipped_by_preflight(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('[[models]]\nname = "floor"\nprovider = "baseline"\n\n'
+                    '[judge]\nprovider = "rubric"\n')
+    models, judge = load_model_specs(path)
+    assert judge.provider == "rubric" and judge.name == "judge"
+    with pytest.raises(ConfigError, match="judge piece"):
+        build_model(judge)
+    proc = subprocess.run([sys.executable, "-m", "parquet_agent", "preflight", str(path),
+                           "--raw-dir", str(tmp_path / "raw")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "rubric -> skipped" in proc.stdout and "2/2" in proc.stdout
