@@ -43,13 +43,13 @@ def resolve_case(source: RunSource, question: str, model: str, method: str) -> s
     questions = sorted({p[0] for p in parts})
     models = sorted({p[1] for p in parts})
     methods = sorted({p[2] for p in parts})
-    aliases: dict[str, str] = {}
+    aliases: dict[str, set[str]] = {name: {name} for name in models}
     for name in models:
         spec = source.models.get(name, {})
-        aliases[name] = name
         if spec.get("model"):
-            aliases.setdefault(spec["model"], name)
-            aliases.setdefault(f"{spec.get('provider')}/{spec['model']}", name)
+            for alias in (spec["model"], f"{spec.get('provider')}/{spec['model']}"):
+                if alias not in models:  # a configured name always means that model
+                    aliases.setdefault(alias, set()).add(name)
     problems = []
     if question not in questions:
         problems.append(f"question {question!r} is not in this run; it has: "
@@ -58,11 +58,14 @@ def resolve_case(source: RunSource, question: str, model: str, method: str) -> s
         listed = [f"{n} ({source.models.get(n, {}).get('provider')}/"
                   f"{source.models.get(n, {}).get('model')})" for n in models]
         problems.append(f"model {model!r} is not in this run; it has: " + ", ".join(listed))
+    elif len(aliases[model]) > 1:
+        problems.append(f"model {model!r} is the model id of several configured models ("
+                        + ", ".join(sorted(aliases[model])) + "); give the name")
     if method not in methods:
         problems.append(f"method {method!r} is not in this run; it has: " + ", ".join(methods))
     if problems:
         raise UsageError(f"{source.run.dir}: " + "; ".join(problems))
-    cid = f"{question}__{aliases[model]}__{method}"
+    cid = f"{question}__{next(iter(aliases[model]))}__{method}"
     if cid not in cases:
         raise UsageError(f"{source.run.dir}: no case {cid}")
     return cid
