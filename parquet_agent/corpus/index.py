@@ -42,7 +42,7 @@ import pyarrow.parquet as pq
 
 from parquet_agent.corpus.headers import normalize_cik, normalize_company, parse_header
 from parquet_agent.corpus.snapshot import CorpusSnapshot
-from parquet_agent.errors import CorpusError, StaleIndexError
+from parquet_agent.errors import StaleIndexError
 
 SCHEMA_VERSION = 1
 INDEX_DIR = "_index"
@@ -336,4 +336,4 @@ def index_exists(folder: str | Path) -> bool:
     return (Path(folder) / INDEX_DIR / "index.json").exists()
 
 
-__all__ = ["CorpusIndex", "IndexSummary", "Location", "build_index", "index_exists", "CorpusError"]
+__all__ = ["CorpusIndex", "IndexSummary", "Location", "build_index", "index_exists"]
