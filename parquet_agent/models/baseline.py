@@ -120,7 +120,8 @@ class BaselineModel:
         best = best_answer(passages, terms)
         if best is not None and best[0] >= _good_enough(terms):
             return _final(best[1], self.model)
-        if len(history) >= self.max_tool_calls or not tools:
+        if (len(history) >= self.max_tool_calls or not tools
+                or request.settings.tool_choice == "none"):  # the agent asks for the answer now
             return _final(best[1] if best else _nothing(terms), self.model)
 
         if not candidates:

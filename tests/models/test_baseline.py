@@ -213,3 +213,13 @@ def test_episode_on_real_filings(tools, tmp_path):
     # A floor, not an oracle: it must quote a passage about the asked metric, with a figure.
     assert "capital expenditure" in quoted.lower() or "property, plant" in quoted.lower(), quoted
     assert turn <= 8
+
+
+def test_answers_when_the_agent_forbids_tools():
+    from parquet_agent.models.protocol import GenerationSettings
+
+    found = ToolCall("b1", "search_headers", {"query": "3M"})
+    msgs = conversation(Q_CAPEX, (found, HEADERS)) + (UserMessage("Give your final answer now."),)
+    reply = BaselineModel().decide(ModelRequest(
+        messages=msgs, tools=STREAM, settings=GenerationSettings(tool_choice="none")))
+    assert reply.tool_calls == () and "could not find" in reply.text
