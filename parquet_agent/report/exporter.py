@@ -275,6 +275,7 @@ def export_run(run_dir: str | Path) -> ExportResult:
         inputs = {rel: _sha256_file(run_dir / rel) for rel in source_files(run_dir)}
         provenance = {
             "schema_version": SCHEMA_VERSION, "run_id": source.run.run_id,
+            "manifest_hash": summary.get("manifest_hash"), "cases": len(records),
             "exporter": {"name": "parquet_agent.report.exporter", "version": exporter_version()},
             "exported_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             "inputs": inputs,
