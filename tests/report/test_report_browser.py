@@ -83,8 +83,16 @@ def test_a_case_expands_to_its_six_sections_in_order(page, report):
     expect(sec(5)).to_contain_text("JUDGE_INPUT_JSON")
     expect(sec(5)).to_contain_text("Rubric (no model)")
     expect(sec(6)).to_contain_text("parquet-agent raw . raw/Q001__fake-a__sql/turn-01")
+    exact = sec(4).locator("pre").first
+    expect(exact).to_contain_text('"body": "{')  # the body is a JSON string inside the envelope
+    sec(4).get_by_role("button", name="pretty view").first.click()
+    expect(exact).to_contain_text('"role": "tool"')  # body parsed and indented
+    expect(exact).not_to_contain_text('"body": "{')
     page.click(f'tr.case[data-case-id="{case}"]')  # closes again
     expect(detail).to_be_hidden()
+    page.focus(f'tr.case[data-case-id="{case}"]')
+    page.keyboard.press("Enter")  # and opens from the keyboard
+    expect(detail).to_be_visible()
     _clean(page)
 
 

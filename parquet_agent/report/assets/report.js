@@ -221,7 +221,8 @@
             f[1] && !f[2] ? el("span", "tag bad", "missing") : null));
         });
       var tr = el("tr", null);
-      [a.label, a.number, a.purpose, a.outcome + (a.error ? ": " + a.error : ""),
+      [a.label, a.number, a.purpose, a.outcome + (a.error ? ": " + a.error : "") +
+        (a.notes && a.notes.length ? " [notes: " + a.notes.join("; ") + "]" : ""),
        fmt(a.requested_provider) + " / " + fmt(a.requested_model),
        (a.actual_provider || "unverified") + " / " + (a.actual_model || "unverified"),
        fmt(a.temperature),
@@ -317,7 +318,11 @@
       if (c[1] === "q" && c[0]) td.title = visible(c[0]);
       tr.appendChild(td);
     });
+    tr.tabIndex = 0;  // keyboard: Tab to a row, Enter or Space opens it
     tr.addEventListener("click", function () { toggle(i); });
+    tr.addEventListener("keydown", function (ev) {
+      if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); toggle(i); }
+    });
     trs.push(tr);
     frag.appendChild(tr);
   });
