@@ -197,6 +197,7 @@ BALANCE_LINES = ("cash", "receivables", "inventory", "current_assets", "ppe", "g
                  "total_assets", "current_liabilities", "long_term_debt", "total_liabilities",
                  "equity")
 FISCAL_YEARS = (2023, 2024, 2025)
+BOOK_CACHE = 4096  # companies whose financials a CompanyBook keeps at once
 
 
 @dataclass(frozen=True)
@@ -296,5 +297,9 @@ class CompanyBook:
     def fin(self, index: int) -> Financials:
         cache = self._cache
         if index not in cache:
+            if len(cache) >= BOOK_CACHE:
+                # bounded: one Financials is ~20 KB, and a full-scale month touches ~20,000
+                # companies; unbounded, this cache alone grew a worker by ~400 MiB
+                cache.clear()
             cache[index] = financials(self.seed, self.companies[index])
         return cache[index]
