@@ -5,8 +5,9 @@
 
 `--model` takes the configured model name or the provider's model id (`gpt-6-luna` or
 `openai/gpt-6-luna`); `--method` is the strategy. Without `--full`, long texts (tool outputs,
-requests) are cut to a preview; `--full` prints the complete exact requests, responses and tool
-outputs; `--json` prints the case record (the same dict `cases/<case-id>.json` holds).
+requests) are cut to a preview and raw files are named; `--full` prints the complete tool
+outputs and the exact text of every raw request and response of the case (every attempt, the
+judge's included); `--json` prints the case record (the dict `cases/<case-id>.json` holds).
 
 The record is built from the run's journal and raw files on the spot (read-only), so it works on
 any saved run, exported or not. A question, model or method the run does not have exits with
@@ -108,7 +109,10 @@ class _Printer:
                        else "(base64) " + raw.get("base64", ""))
 
 
-def print_case(c: dict[str, Any], out: TextIO = sys.stdout, *, full: bool = False) -> None:
+def print_case(c: dict[str, Any], out: TextIO = sys.stdout, *, full: bool = False,
+               source: RunSource | None = None) -> None:
+    """Print the record `c`; with `full` and the run's `source`, every attempt's raw request
+    and response too (exact text), not only the final-answer and judge exchanges."""
     p = _Printer(out, full)
     m, j = c["model"], c.get("judgment")
     p.line(f"case {c['case_id']}  (run {c['run_id']})")
@@ -177,6 +181,9 @@ def print_case(c: dict[str, Any], out: TextIO = sys.stdout, *, full: bool = Fals
             path = a.get(f"{kind}_path")
             missing = "" if a.get(f"{kind}_in_store") else "  [MISSING]"
             p.line(f"      {kind}: {path}{missing}")
+            raw = source.read(path) if full and source is not None and path else None
+            if raw is not None:
+                p.raw(f"    {kind}", raw.inline())
     p.line()
     p.line("print any raw file exactly: parquet-agent raw RUN_DIR PATH")
 
@@ -204,13 +211,13 @@ def run_audit(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     try:
         cid = resolve_case(source, args.question, args.model, args.method)
         record = build_case(source, cid)
+        if args.json:
+            out.write(json.dumps(record, sort_keys=True, indent=1, ensure_ascii=True) + "\n")
+        else:
+            print_case(record, out, full=args.full, source=source)
     finally:
         source.run.close()
         source.raw.close()
-    if args.json:
-        out.write(json.dumps(record, sort_keys=True, indent=1, ensure_ascii=True) + "\n")
-    else:
-        print_case(record, out, full=args.full)
     return 0
 
 

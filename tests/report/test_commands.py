@@ -60,6 +60,10 @@ def test_case_audit_full_and_json(http_run):
     out = full.stdout.decode()
     assert '"method": "POST"' in out and "tool outputs not in latest request: late-1" in out
     assert "[MISSING]" in out
+    # every attempt's exact raw request, the first turn's too
+    first = read_raw(http_run, f"raw/{INCOMPLETE_CASE}/turn-01.attempt-01.request.json").decode()
+    body_line = next(line for line in first.splitlines() if '"body":' in line)
+    assert body_line.strip() in out
     as_json = _run("-m", "parquet_agent.report.case_audit", str(http_run), "--question", "Q002",
                    "--model", "gpt-fake-a", "--method", "sql", "--json")
     assert as_json.returncode == 0, as_json.stderr.decode()
