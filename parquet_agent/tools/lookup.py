@@ -79,7 +79,8 @@ class HeaderSearch:
         for name in ("file", "form_type"):
             i = display.schema.get_field_index(name)
             display = display.set_column(i, name, display.column(name).dictionary_encode())
-        self._display = display
+        # One chunk per column: `take` over the ~40 chunks of a Parquet read cost 12 ms a page.
+        self._display = display.combine_chunks()
         self._stems = table.column("file_stem").combine_chunks()
         # Inverted index over company words, with postings laid out in alphabetical word order
         # so that all words sharing a prefix are one contiguous slice.

@@ -2,8 +2,8 @@
 
 `WorkerPool(config)` starts `python -m parquet_agent.tools.server` with an allow-listed
 environment (no credentials ever reach a worker: the environment is built from scratch, not
-copied and filtered). `run(tool, args)` is thread-safe: a semaphore admits at most
-`data_workers` calls at once (time spent waiting is `queue_ms`), one lock serialises writes to
+copied and filtered). `run(tool, args)` is thread-safe: a first-come-first-served gate admits
+at most `data_workers` calls at once (time spent waiting is `queue_ms`), one lock serialises writes to
 the server, and one reader thread hands each answer to the thread waiting for it. If the server
 itself dies, waiting calls get `worker_crashed` and the next call starts a new server.
 """
@@ -58,6 +58,42 @@ class Answer:
     run_ms: float
 
 
+class _FairSlots:
+    """At most `n` holders, admitted strictly first come, first served.
+
+    Why not threading.Semaphore: it is not fair. A thread that releases and at once acquires
+    again wins over threads already waiting (measured: one case thread ran four calls in a row
+    while two others waited), which would starve some cases of the data tools.
+    """
+
+    def __init__(self, n: int):
+        self._free = n
+        self._lock = threading.Lock()
+        self._waiters: collections.deque[threading.Event] = collections.deque()
+
+    def acquire(self) -> None:
+        with self._lock:
+            if self._free and not self._waiters:
+                self._free -= 1
+                return
+            turn = threading.Event()
+            self._waiters.append(turn)
+        turn.wait()  # release() hands the slot over directly
+
+    def release(self) -> None:
+        with self._lock:
+            if self._waiters:
+                self._waiters.popleft().set()
+            else:
+                self._free += 1
+
+    def __enter__(self) -> None:
+        self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
 class _Slot:
     __slots__ = ("event", "answer")
 
@@ -71,7 +107,7 @@ class WorkerPool:
         if data_workers < 1:
             raise ValueError("data_workers must be at least 1")
         self._config = config
-        self._admit = threading.BoundedSemaphore(data_workers)
+        self._admit = _FairSlots(data_workers)
         self._write_lock = threading.Lock()
         self._start_lock = threading.Lock()
         self._slots: dict[int, _Slot] = {}

@@ -186,6 +186,31 @@ def test_threads_share_one_tools_and_data_calls_queue(corpus_dir):
     assert max(r.timings.queue_ms for r in results) >= run[0] * 0.9
 
 
+def test_data_calls_are_admitted_first_come_first_served(corpus_dir):
+    # With a plain (unfair) semaphore one thread re-acquired its slot call after call while
+    # the others waited; with FIFO admission every call but the first waits behind another.
+    with Tools.open(corpus_dir, "sql", cache="off", data_workers=1) as tools:
+        results: list[ToolResult] = []
+        lock = threading.Lock()
+        barrier = threading.Barrier(3)
+
+        def work():
+            barrier.wait()
+            for _ in range(3):
+                r = tools.call("sql", query="SELECT count(*) FROM range(300000) t WHERE hash(t.range) % 3 = 1")
+                with lock:
+                    results.append(r)
+
+        threads = [threading.Thread(target=work) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    shortest = min(r.timings.run_ms for r in results)
+    waited = sum(r.timings.queue_ms >= 0.5 * shortest for r in results)
+    assert waited >= len(results) - 2, sorted(round(r.timings.queue_ms) for r in results)
+
+
 def test_stale_index_is_refused(tmp_path):
     from parquet_agent.corpus.index import build_index
     from tests.tools.conftest import write_files
