@@ -5,7 +5,7 @@ through the index vs `WHERE file_stem = ...` in the plain-export and the prepare
 
 `--corpus` is a built corpus (`corpus build`, tool-ready). The script, in one run:
 1. writes the same rows as a plain pandas/pyarrow-style export (shuffled, ONE row group per
-   monthly file) into WORK/plain (skipped if present);
+   monthly file) into WORK/plain (months already there are kept);
 2. runs `parquet-agent corpus prepare WORK/plain --out WORK/prepared` in a child process:
    wall time, rows/s, MB/s (Parquet in and Markdown), peak RSS of the child;
 3. runs `parquet-agent corpus index` on WORK/prepared in a child: time and peak RSS;
@@ -77,6 +77,8 @@ def write_plain(src: Path, dst: Path, seed: int = 0) -> dict:
     rng = random.Random(seed)
     started = time.perf_counter()
     for path in sorted(src.glob("*.parquet")):
+        if (dst / path.name).exists():  # resumable: a month already written is kept
+            continue
         pf = pq.ParquetFile(path)
         groups = list(range(pf.num_row_groups))
         rng.shuffle(groups)
@@ -88,7 +90,9 @@ def write_plain(src: Path, dst: Path, seed: int = 0) -> dict:
             parts.append(part.take(order))
         table = pa.concat_tables(parts)
         del parts
-        pq.write_table(table, dst / path.name, row_group_size=table.num_rows, compression="zstd")
+        tmp = dst / f".{path.name}.tmp"
+        pq.write_table(table, tmp, row_group_size=table.num_rows, compression="zstd")
+        tmp.rename(dst / path.name)
         del table
     return {"seconds": time.perf_counter() - started}
 
@@ -169,8 +173,7 @@ def main() -> int:
     results["corpus_bytes"] = sum(p.stat().st_size for p in files)
 
     plain = work / "plain"
-    if not any(plain.glob("*.parquet")):
-        results["write_plain"] = write_plain(args.corpus, plain)
+    results["write_plain"] = write_plain(args.corpus, plain)
     results["plain_bytes"] = sum(p.stat().st_size for p in plain.glob("*.parquet"))
     results["plain_row_groups"] = sum(pq.ParquetFile(p).metadata.num_row_groups for p in plain.glob("*.parquet"))
 
