@@ -226,14 +226,15 @@ def _csv(rows: list[dict[str, Any]]) -> bytes:
 # -- writing ------------------------------------------------------------------------------------
 
 
-def _write(run_dir: Path, rel: str, data: bytes) -> None:
+def _write(run_dir: Path, rel: str, data: bytes, *, keep_identical: bool = False) -> None:
     path = run_dir / rel
-    try:  # a re-export usually reproduces a file byte for byte: leave it alone (a rename over
-        # an existing file costs ms each on busy disks, seconds for 400 cases)
-        if path.stat().st_size == len(data) and path.read_bytes() == data:
-            return
-    except OSError:
-        pass
+    if keep_identical:
+        try:  # a re-export usually reproduces a case file byte for byte: leave it alone (a
+            # rename over an existing file costs ms each on busy disks, seconds for 400 cases)
+            if path.stat().st_size == len(data) and path.read_bytes() == data:
+                return
+        except OSError:
+            pass
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     with open(tmp, "wb") as f:
         f.write(data)
@@ -270,8 +271,10 @@ def export_run(run_dir: str | Path) -> ExportResult:
         source.raw.close()
     try:
         (run_dir / "cases").mkdir(exist_ok=True)
+        # case files first; the index, summary and report always get a new mtime, which the
+        # explorer compares with the journals' to know the exports are current
         for rel, data in written.items():
-            _write(run_dir, rel, data)
+            _write(run_dir, rel, data, keep_identical=rel.startswith("cases/"))
         inputs = {rel: _sha256_file(run_dir / rel) for rel in source_files(run_dir)}
         provenance = {
             "schema_version": SCHEMA_VERSION, "run_id": source.run.run_id,
