@@ -5,7 +5,8 @@
 (`layout.LayoutWriter`), then re-reads every output file and checks row for row that nothing
 changed, and writes `out/manifest.json` (kind `prepared`) with the lineage: the source folder,
 its snapshot id and every source file's content hash, row count and size. `questions.jsonl` is
-copied when the source has one (the text is unchanged, so gold offsets still hold).
+copied when the source has one (the text is unchanged, so gold offsets still hold). Columns
+beyond the contract's are not carried over; the lineage lists them as `dropped_columns`.
 
 Memory stays bounded whatever the source layout (a plain export has one ~1 GiB row group per
 file; pyarrow cannot read less than a page, but `iter_batches` decodes a few hundred rows at a
@@ -285,6 +286,8 @@ def prepare(
                      "order-independent sum of xxh3-128 over every column, parsed_md by MD5, "
                      "source vs output read back"},
         "source_md5_mismatches": bad,
+        # the layout holds exactly the contract columns; anything else is not carried over
+        "dropped_columns": sorted({c for f in snapshot.files for c, _ in f.schema} - set(COLUMNS)),
     }
     write_corpus_manifest(out, origin=origin, kind="prepared")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

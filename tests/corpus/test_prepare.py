@@ -86,3 +86,12 @@ def test_prepare_refuses_a_folder_with_parquet_files(make_corpus, tmp_path):
         prepare(src, other)
     with pytest.raises(CorpusError, match="different --out"):
         prepare(src, src)
+
+
+def test_extra_columns_are_dropped_and_recorded(make_corpus, tmp_path):
+    src = make_corpus(rows=20, months=(1,))
+    table = pq.read_table(src / "2025-01.parquet")
+    pq.write_table(table.append_column("ticker", [["X"] * table.num_rows]), src / "2025-01.parquet")
+    prepare(src, tmp_path / "out")
+    assert read_corpus_manifest(tmp_path / "out").origin["dropped_columns"] == ["ticker"]
+    assert "ticker" not in pq.read_schema(tmp_path / "out" / "2025-01.parquet").names
