@@ -127,3 +127,14 @@ def test_reasoning_model_gets_effort_but_no_temperature(sink):
     assert body["reasoning_effort"] == "high" and "temperature" not in body
     (a,) = result.attempts
     assert a.temperature == "not supported" and a.reasoning_effort == "high"
+
+
+def test_slow_reply_within_timeout_is_one_attempt_with_its_duration(sink):
+    from parquet_agent.models.fakes import slow
+
+    with openai_server([slow(0.3, FakeReply(text="late"))]) as server:
+        result = make_model("openai", server, timeout_s=5).complete(ask(), sink)
+    (a,) = result.attempts
+    assert result.reply.text == "late" and a.outcome == "ok"
+    assert a.duration_ms >= 300 and a.queue_ms == 0
+    assert a.started_at < a.ended_at and a.started_at.endswith("+00:00")
