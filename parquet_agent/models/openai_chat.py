@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime, timezone
 from typing import Any
 
 import openai
@@ -29,6 +30,7 @@ from parquet_agent.models.protocol import (
     AssistantMessage,
     GenerationSettings,
     ModelRequest,
+    RawSink,
     Reply,
     SystemMessage,
     ToolCall,
@@ -63,6 +65,25 @@ class OpenAIChatModel(HttpModel):
 
     def _list_models(self) -> list[str]:
         return [m.id for m in self.client.models.list().data]
+
+    def gateway_prices(self, sink: RawSink) -> dict[str, dict[str, float | None]]:
+        """USD per 1M tokens per model from a gateway's model list (OpenRouter publishes
+        `pricing: {prompt, completion, input_cache_read, internal_reasoning}` in USD per token).
+        One metadata GET, recorded under `meta/`; models without pricing are left out."""
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        with self.transport.exchange(sink, f"meta/gateway-prices.{stamp}"):
+            models = self.client.models.list().data
+        out = {}
+        for m in models:
+            pricing = (m.model_extra or {}).get("pricing")
+            if not isinstance(pricing, dict):
+                continue
+            per_m = {k: _per_million(pricing.get(v)) for k, v in (
+                ("input", "prompt"), ("output", "completion"),
+                ("cached_input", "input_cache_read"), ("reasoning", "internal_reasoning"))}
+            if per_m["input"] is not None and per_m["output"] is not None:
+                out[m.id] = per_m
+        return out
 
     def _sent_settings(self, settings: GenerationSettings) -> SentSettings:
         price = self.prices.lookup(self.model)
@@ -202,6 +223,13 @@ def _usage(u) -> Usage:
         cached_tokens=tokens(getattr(pd, "cached_tokens", None)) if pd else None,
         reasoning_tokens=tokens(getattr(cd, "reasoning_tokens", None)) if cd else None,
     )
+
+
+def _per_million(value) -> float | None:
+    try:
+        return None if value in (None, "") else float(value) * 1_000_000
+    except (TypeError, ValueError):
+        return None
 
 
 def _slug(name: str) -> str:

@@ -138,3 +138,15 @@ def test_slow_reply_within_timeout_is_one_attempt_with_its_duration(sink):
     assert result.reply.text == "late" and a.outcome == "ok"
     assert a.duration_ms >= 300 and a.queue_ms == 0
     assert a.started_at < a.ended_at and a.started_at.endswith("+00:00")
+
+
+def test_gateway_price_endpoint_is_recorded_under_meta(sink, tmp_path):
+    with openai_server([]) as server:
+        prices = make_model("openai", server).gateway_prices(sink)
+        assert [r.method for r in server.requests] == ["GET"]
+    assert prices == {"openai/gpt-4o-mini": {"input": pytest.approx(0.15),
+                                             "output": pytest.approx(0.6),
+                                             "cached_input": pytest.approx(0.075),
+                                             "reasoning": None}}
+    (meta,) = [p for p in (tmp_path / "raw" / "meta").iterdir() if "request" in p.name]
+    assert meta.name.startswith("gateway-prices.")

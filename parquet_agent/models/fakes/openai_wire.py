@@ -79,7 +79,11 @@ class OpenAIWire:
     def render_get(self, request: ReceivedRequest) -> tuple[int, dict]:
         if request.path.split("?")[0].endswith("/models"):
             return 200, {"object": "list", "data": [
-                {"id": "fake-model", "object": "model", "created": 0, "owned_by": "fake"}]}
+                {"id": "fake-model", "object": "model", "created": 0, "owned_by": "fake"},
+                # OpenRouter-style pricing, USD per token as strings
+                {"id": "openai/gpt-4o-mini", "object": "model", "created": 0, "owned_by": "openai",
+                 "pricing": {"prompt": "0.00000015", "completion": "0.0000006",
+                             "input_cache_read": "0.000000075"}}]}
         return 404, self.render_error(404, f"no route {request.path}")
 
     def api_key(self, request: ReceivedRequest) -> str:
