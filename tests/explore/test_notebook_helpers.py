@@ -1,0 +1,73 @@
+"""The notebook helpers: config overrides, path lookup, run lookup, designed errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from parquet_agent.errors import UsageError
+from parquet_agent.explore.notebook import (
+    ensure_corpus,
+    find_path,
+    latest_runs,
+    notebook_config,
+    resolve_run,
+)
+
+DEMO = Path(__file__).resolve().parents[2] / "configs" / "demo.toml"
+
+
+def test_demo_config_defaults_and_overrides(corpus, tmp_path):
+    base = notebook_config(DEMO)
+    assert base.name == "demo" and base.corpus == DEMO.parent.parent / "data" / "sample"
+    assert base.runs_dir == DEMO.parent.parent / "runs"
+    assert [m.provider for m in base.models] == ["baseline"] and base.judge.provider == "rubric"
+    assert base.strategies == ("sql", "sql+stream")
+
+    c = notebook_config(DEMO, sample_n=2, seed=3, corpus=corpus, runs_dir=tmp_path,
+                        strategies=["sql"], models=["baseline"], cache_policy="off")
+    assert c.sample.to_json() == {"n": 2, "seed": 3}
+    assert c.corpus == corpus and c.questions == corpus / "questions.jsonl"
+    assert c.runs_dir == tmp_path and c.strategies == ("sql",) and c.limits.cache == "off"
+    assert notebook_config(DEMO, ids=["Q002"]).sample.to_json() == {"ids": ["Q002"]}
+    assert notebook_config(DEMO, seed=11).sample.to_json() == {"n": 20, "seed": 11}
+    table = {"name": "other", "provider": "baseline"}
+    assert [m.name for m in notebook_config(DEMO, models=[table]).models] == ["other"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"models": ["gpt-9"]}, "'gpt-9' is not a model of the config"),
+    ({"ids": ["Q001"], "sample_n": 2}, "sample_n .* or ids, not both"),
+    ({"cache_policy": "maybe"}, "cache_policy must be 'on' or 'off'"),
+])
+def test_bad_overrides_are_usage_errors(kwargs, message):
+    with pytest.raises(UsageError, match=message):
+        notebook_config(DEMO, **kwargs)
+
+
+def test_find_path_looks_in_cwd_then_its_parent(tmp_path, monkeypatch):
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "x.toml").write_text("")
+    (tmp_path / "notebooks").mkdir()
+    monkeypatch.chdir(tmp_path / "notebooks")  # a kernel started next to the notebook
+    assert find_path("configs/x.toml") == (tmp_path / "configs" / "x.toml").resolve()
+    with pytest.raises(UsageError, match="not found"):
+        find_path("configs/missing.toml")
+
+
+def test_latest_runs_and_resolve_run(demo_run, scripted_run, http_run, runs_dir):
+    newest = latest_runs(runs_dir, 3)
+    assert set(newest) == {demo_run, scripted_run, http_run}
+    assert newest == sorted(newest, key=lambda p: (p / "manifest.json").read_text()
+                            .split('"created_at"')[1], reverse=True)
+    assert resolve_run(None, runs_dir, newest=1) == newest[1]
+    assert resolve_run(demo_run, "ignored") == demo_run
+    with pytest.raises(UsageError, match="3 finished run folder"):
+        latest_runs(runs_dir, 4)
+
+
+def test_ensure_corpus_refuses_a_missing_corpus_that_is_not_the_sample(tmp_path):
+    config = notebook_config(DEMO, corpus=tmp_path / "nowhere")
+    with pytest.raises(UsageError, match="corpus build --rows 2000"):
+        ensure_corpus(config)
