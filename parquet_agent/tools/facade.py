@@ -17,6 +17,7 @@ import dataclasses
 import json
 import os
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,8 @@ class Tools:
             "drop_to": list(drop_to) if drop_to else None,
         }
         self._pool = WorkerPool(config, data_workers=data_workers)
+        # A Tools dropped without close() (a notebook cell re-run) still stops its server.
+        self._finalizer = weakref.finalize(self, self._pool.close)
 
     @classmethod
     def open(
@@ -167,7 +170,7 @@ class Tools:
         }
 
     def close(self) -> None:
-        self._pool.close()
+        self._finalizer()
 
     def __enter__(self) -> Tools:
         return self
@@ -218,7 +221,19 @@ class Tools:
                 SCAN_ADVICE,
             ],
             "tools": list(self._names),
+            "limits": {
+                "per_call": f"{self.limits.cpu_seconds:g} CPU seconds, {self.limits.wall_seconds:g} s "
+                f"wall clock, {self.limits.memory_limit} DuckDB memory, no spill to disk",
+                "sql_output": f"at most {self.output_limits.max_rows} rows, "
+                f"{self.output_limits.max_cell_chars} characters per cell, "
+                f"{self.output_limits.max_total_chars} characters in all",
+            },
         }
+        if "read_filing" in self._names:
+            output["notes"].append(
+                "sql(query, file_stem=X) runs over a one-row view `filing`; read_filing returns "
+                "[start, end) character offsets into parsed_md."
+            )
         total = (time.perf_counter() - started) * 1000
         return ToolResult("describe_corpus", args, True, output, None, Timings(0.0, 0.0, total))
 
