@@ -30,7 +30,7 @@ from parquet_agent.tools.cache import CachedOutput, ResultCache, cache_key
 from parquet_agent.tools.pool import WorkerPool
 from parquet_agent.tools.render import OutputLimits
 from parquet_agent.tools.result import Timings, ToolError, ToolResult, error_result
-from parquet_agent.tools.sandbox import NOBODY, SandboxLimits
+from parquet_agent.tools.sandbox import NOBODY, SandboxLimits, cgroup_status
 from parquet_agent.tools.specs import ALL_TOOLS, STRATEGIES, TOOL_VERSION, ArgumentCheck, tool_spec
 from parquet_agent.tools.worker import SCAN_ADVICE
 
@@ -162,6 +162,7 @@ class Tools:
         """What the sandbox is, for run manifests."""
         return {
             "mode": self.sandbox_mode,
+            "cgroup": cgroup_status(),
             "limits": self.limits.to_json(),
             "output_limits": dict(self.output_limits.__dict__),
             "index": self.index_status,

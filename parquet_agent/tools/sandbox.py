@@ -82,6 +82,25 @@ def harden(keep_fds: set[int], limits: SandboxLimits, drop_to: tuple[int, int] |
         pass
 
 
+def cgroup_status(root: str = "/sys/fs/cgroup") -> str:
+    """Why the cgroup ceiling (2 GiB, no swap, 1 CPU, 128 tasks) is or is not available here.
+
+    Needs a cgroup v2 hierarchy at `root` with the memory, cpu and pids controllers delegated to
+    this process's cgroup. Only detection is implemented: with no machine that offers it, a
+    cgroup path could not be tested, so workers always run under rlimits plus a watchdog and
+    this text is recorded next to the sandbox mode.
+    """
+    controllers = os.path.join(root, "cgroup.controllers")
+    if not os.path.exists(controllers):
+        return f"unavailable: {root} is not a cgroup v2 hierarchy (cgroup v1 or none)"
+    with open(controllers) as f:
+        enabled = set(f.read().split())
+    missing = {"memory", "cpu", "pids"} - enabled
+    if missing:
+        return f"unavailable: cgroup v2 without the {', '.join(sorted(missing))} controller(s)"
+    return "available but not used: cgroup placement is not implemented (untestable here)"
+
+
 def fd_path(fd: int) -> str:
     return f"/proc/self/fd/{fd}"
 

@@ -313,3 +313,43 @@ def test_inherited_locked_connection_holds_too(open_corpus_tools):
     # statement never exists, and every call sees the same pristine catalog
     assert tools.call("sql", query="SELECT count(*) FROM duckdb_tables()").output["rows"] == [[0]]
     healthy(tools)
+
+
+@pytest.mark.skipif(not is_root(), reason="the privilege drop only happens when started as root")
+def test_real_workers_run_as_nobody_with_limits(tight_tools):
+    import threading
+
+    import psutil
+
+    server = psutil.Process(tight_tools._pool.server_pid)
+    assert server.uids().real == 0  # the server keeps root only to open the corpus files
+    seen = {}
+    call = threading.Thread(target=lambda: tight_tools.call(
+        "sql", query="SELECT count(*) FROM range(1000000000000) t WHERE hash(t.range) = 7"))
+    call.start()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not seen:
+        for child in server.children():
+            try:
+                limits = open(f"/proc/{child.pid}/limits").read()
+                seen = {"uids": child.uids(), "gids": child.gids(), "limits": limits}
+            except (psutil.NoSuchProcess, FileNotFoundError, ProcessLookupError):
+                continue
+        time.sleep(0.02)
+    call.join()
+    assert seen, "no worker seen"
+    assert set(seen["uids"]) == {65534} and set(seen["gids"]) == {65534}
+    lines = {line[:26].strip(): line[26:].split() for line in seen["limits"].splitlines()[1:]}
+    assert lines["Max address space"][:2] == [str(1536 * 2**20)] * 2
+    assert lines["Max file size"][:2] == ["0", "0"]
+    assert lines["Max processes"][:2] == ["128", "128"]
+
+
+def test_cgroup_status_says_why(tmp_path):
+    from parquet_agent.tools.sandbox import cgroup_status
+
+    assert "not a cgroup v2" in cgroup_status(str(tmp_path))
+    (tmp_path / "cgroup.controllers").write_text("cpuset io\n")
+    assert "cpu, memory, pids" in cgroup_status(str(tmp_path))
+    (tmp_path / "cgroup.controllers").write_text("cpu memory pids\n")
+    assert cgroup_status(str(tmp_path)).startswith("available but not used")
