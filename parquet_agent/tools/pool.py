@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections
 import itertools
-import os
 import subprocess
 import sys
 import threading

@@ -74,11 +74,20 @@ class _Child:
         self.killed_for: str | None = None
 
 
+def _failure(kind: str, message: str) -> dict:
+    return {"ok": False, "error": {"kind": kind, "message": message}}
+
+
 def _death_answer(child: _Child, status: int, limits: dict) -> dict:
+    """The child's answer, or what its death means when it gave none."""
     if child.killed_for == "too_large":
-        return {"ok": False, "error": {"kind": "too_large", "message": f"the result exceeded {MAX_RESULT_BYTES} bytes; ask for less"}}
+        return _failure("too_large", f"the result exceeded {MAX_RESULT_BYTES} bytes; ask for less")
     if child.killed_for == "timeout":
-        return {"ok": False, "error": {"kind": "timeout", "message": f"the call ran past its {limits['wall_seconds']:g} s wall-clock limit and its worker was killed. Narrow the query by metadata first."}}
+        return _failure(
+            "timeout",
+            f"the call ran past its {limits['wall_seconds']:g} s wall-clock limit and its worker "
+            "was killed. Narrow the query by metadata first.",
+        )
     if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
         try:
             return json.loads(bytes(child.buffer))
@@ -86,12 +95,22 @@ def _death_answer(child: _Child, status: int, limits: dict) -> dict:
             pass
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        if sig == signal.SIGXCPU:
-            return {"ok": False, "error": {"kind": "cpu", "message": f"the call used its {limits['cpu_seconds']:g} CPU-second budget and its worker was stopped. Narrow by metadata first; prefer contains() over ILIKE."}}
-        name = signal.Signals(sig).name
-        return {"ok": False, "error": {"kind": "worker_crashed", "message": f"the worker died from signal {name} (possibly out of its address space); the next call gets a fresh worker."}}
+        if sig == signal.SIGXCPU:  # RLIMIT_CPU: the backstop behind the watchdog
+            return _failure(
+                "cpu",
+                f"the call used its {limits['cpu_seconds']:g} CPU-second budget and its worker "
+                "was stopped. Narrow by metadata first; prefer contains() over ILIKE.",
+            )
+        return _failure(
+            "worker_crashed",
+            f"the worker died from signal {signal.Signals(sig).name} (possibly out of its "
+            "address space); the next call gets a fresh worker.",
+        )
     code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
-    return {"ok": False, "error": {"kind": "worker_crashed", "message": f"the worker exited with status {code} without an answer; the next call gets a fresh worker."}}
+    return _failure(
+        "worker_crashed",
+        f"the worker exited with status {code} without an answer; the next call gets a fresh worker.",
+    )
 
 
 def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> None:  # pragma: no cover - runs in a subprocess
@@ -227,6 +246,7 @@ def _prepare(config: dict, files: dict[str, int]):  # pragma: no cover - runs in
         header_search=header_search,
         corpus_con=corpus_con,
         empty_con=empty_con,
+        root=os.path.dirname(config["files"][0]["path"]) if config["files"] else None,
     )
     if corpus_con is not None and not _corpus_con_works_in_child(ctx):
         # DuckDB resolves /proc/self/fd/N to the file's real path when it can. When the worker

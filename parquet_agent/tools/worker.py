@@ -65,6 +65,7 @@ class Context:
     # Locked connections made by the server (see server.py); None: each child connects itself.
     corpus_con: duckdb.DuckDBPyConnection | None = None  # reads exactly the snapshot files
     empty_con: duckdb.DuckDBPyConnection | None = None  # reads no file
+    root: str | None = None  # the corpus folder on the host: never shown to the agent
 
     def fd_names(self) -> dict[int, str]:
         return {fd: name for name, fd in self.files.items()}
@@ -79,7 +80,7 @@ def run_child(job: dict, result_fd: int, ctx: Context) -> None:  # pragma: no co
         answer = _run(job, ctx, watchdog)
         answer["phases_ms"] = watchdog.phases
     except BaseException as exc:  # noqa: BLE001 - the child must always answer
-        answer = {"ok": False, "error": {"kind": "worker_crashed", "message": f"{type(exc).__name__}: {exc}"}}
+        answer = _error("worker_crashed", f"{type(exc).__name__}: {exc}", ctx)
     data = json.dumps(answer, ensure_ascii=False).encode("utf-8", "replace")
     view = memoryview(data)
     while view:
@@ -128,12 +129,17 @@ def _limit_error(reason: str, ctx: Context) -> dict:
 
 
 def _error(kind: str, message: str, ctx: Context) -> dict:
-    return {"ok": False, "error": {"kind": kind, "message": sanitize(message, ctx.fd_names())}}
+    return {"ok": False, "error": {"kind": kind, "message": sanitize(message, ctx.fd_names(), ctx.root)}}
 
 
-def sanitize(message: str, fd_names: dict[int, str]) -> str:
-    """Map descriptor paths back to corpus file names; cap the length."""
+def sanitize(message: str, fd_names: dict[int, str], root: str | None = None) -> str:
+    """Map descriptor paths back to corpus file names, drop the host folder; cap the length.
+
+    DuckDB resolves /proc/self/fd/N to the real path where it can, so both forms can appear.
+    """
     message = _FD_PATH.sub(lambda m: fd_names.get(int(m.group(1)), "<not allowed>"), message)
+    if root:
+        message = message.replace(root.rstrip("/") + "/", "").replace(root, "<corpus>")
     return message[:2000]
 
 

@@ -353,3 +353,12 @@ def test_cgroup_status_says_why(tmp_path):
     assert "cpu, memory, pids" in cgroup_status(str(tmp_path))
     (tmp_path / "cgroup.controllers").write_text("cpu memory pids\n")
     assert cgroup_status(str(tmp_path)).startswith("available but not used")
+
+
+def test_error_messages_never_show_the_host_folder():
+    from parquet_agent.tools.worker import sanitize
+
+    text = 'IO Error: Cannot open file "/srv/corpus/2025-01.parquet" (also /proc/self/fd/7, /proc/9/fd/8)'
+    clean = sanitize(text, {7: "2025-01.parquet"}, "/srv/corpus")
+    assert "/srv" not in clean and "/proc" not in clean
+    assert '"2025-01.parquet"' in clean and "<not allowed>" in clean
