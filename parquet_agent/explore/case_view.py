@@ -42,6 +42,9 @@ _PRE = "white-space:pre-wrap;word-break:break-word;max-height:24em;overflow:auto
        "background:#f6f8fa;padding:4px;margin:2px 0;font-size:12px"
 
 
+_CELL = "text-align:left;vertical-align:top;padding:1px 10px 1px 0;line-height:1.3"
+
+
 def esc(value: Any) -> str:
     """Escaped, with odd characters made visible; None shows as an em dash."""
     if value is None:
@@ -59,9 +62,8 @@ def _pretty(value: Any) -> str:
 
 
 def _kv(pairs: Iterable[tuple[str, Any]]) -> str:
-    rows = "".join(f'<tr><th style="text-align:left;vertical-align:top;padding-right:8px">'
-                   f"{esc(k)}</th><td style=\"text-align:left\">{esc(v)}</td></tr>"
-                   for k, v in pairs)
+    rows = "".join(f'<tr><th style="{_CELL};font-weight:600">{esc(k)}</th>'
+                   f'<td style="{_CELL}">{esc(v)}</td></tr>' for k, v in pairs)
     return f'<table class="pa-kv">{rows}</table>'
 
 

@@ -56,9 +56,9 @@ def _label(run, model: Any, strategy: Any, several: bool) -> str:
     return f"{run.run_id} · {cell}" if several else cell
 
 
-def _layout(fig: go.Figure, title: str, **kwargs: Any) -> go.Figure:
+def _layout(fig: go.Figure, title: str, *, top: int = 60, **kwargs: Any) -> go.Figure:
     fig.update_layout(title=title, template=TEMPLATE, height=420,
-                      margin=dict(l=60, r=20, t=60, b=80), **kwargs)
+                      margin=dict(l=60, r=20, t=top, b=80), **kwargs)
     return fig
 
 
@@ -127,8 +127,7 @@ def cost_vs_correctness(runs: Any) -> go.Figure:
         mean = pd.Series([row.correctness], dtype=float)
         unknown += int(row.cost_unknown_attempts)
         fig.add_scatter(
-            x=[cost], y=mean, mode="markers+text", name=row.cell, text=[row.cell],
-            textposition="top center", marker=dict(size=12),
+            x=[cost], y=mean, mode="markers", name=row.cell, marker=dict(size=12),
             error_y=_err(mean, pd.Series([row.correctness_low], dtype=float),
                          pd.Series([row.correctness_high], dtype=float)),
             customdata=[[row.cost_usd, row.cases, row.cost_unknown_attempts]],
@@ -206,13 +205,15 @@ def _ledger(runs: list) -> pd.DataFrame:
 
 
 def cost_breakdown(runs: Any) -> go.Figure:
-    """Known USD per model x strategy, stacked by purpose: answers, judge, health checks and
-    retries (failed or retried attempts, whatever their purpose). Health checks run once per
-    run, before any case, so they get their own `run level` bar. Attempts of unknown cost are
-    counted in the hover and the title, never added as 0."""
+    """Left: known USD per model x strategy, stacked by purpose: answers, judge, health checks
+    and retries (failed or retried attempts, whatever their purpose). Right: the attempts behind
+    them, because a retry usually has no known cost and would otherwise be invisible. Health
+    checks run once per run, before any case, so they get their own `run level` bar. Attempts
+    of unknown cost are counted in the hover and the title, never added as 0."""
     ledger = _ledger(_runs(runs))
     cells = sorted(ledger["cell"].unique(), key=lambda c: (RUN_LEVEL in c, c))
-    fig = go.Figure()
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4],
+                        subplot_titles=("known USD", "API attempts"))
     unknown_total = int((~ledger["cost_known"].astype(bool)).sum()) if len(ledger) else 0
     for category in COST_CATEGORIES:
         part = ledger[ledger["category"] == category]
@@ -222,14 +223,18 @@ def cost_breakdown(runs: Any) -> go.Figure:
                    int(((part["cell"] == c) & ~part["cost_known"].astype(bool)).sum())]
                   for c in cells]
         fig.add_bar(x=cells, y=usd, name=category, marker_color=COLORS[category],
-                    customdata=counts,
+                    legendgroup=category, customdata=counts, row=1, col=1,
                     hovertemplate="%{x}<br>" + category + " USD %{y:.5f}<br>%{customdata[0]} "
                                   "attempts, %{customdata[1]} of unknown cost<extra></extra>")
-    title = "Cost by purpose (known USD)"
+        fig.add_bar(x=cells, y=[n for n, _ in counts], name=f"{category} (attempts)",
+                    marker_color=COLORS[category], legendgroup=category, showlegend=False,
+                    row=1, col=2,
+                    hovertemplate="%{x}<br>" + category + " %{y} attempts<extra></extra>")
+    title = "Cost by purpose"
     if unknown_total:
         title += f"; {unknown_total} attempts of unknown cost not included"
-    return _layout(fig, title, barmode="stack", yaxis=dict(title="USD", rangemode="tozero"),
-                   xaxis=dict(title="model · strategy"))
+    fig.update_yaxes(title_text="USD", rangemode="tozero", row=1, col=1)
+    return _layout(fig, title, barmode="stack", top=90)
 
 
 def cache_savings(runs: Any) -> go.Figure:
@@ -263,7 +268,7 @@ def cache_savings(runs: Any) -> go.Figure:
     fig.add_bar(x=cells, y=saved, name="seconds saved (est.)", marker_color="#17becf",
                 row=1, col=2)
     return _layout(fig, f"Result cache: {sum(hits)} hits, about {sum(saved):.2f} worker seconds "
-                        "saved", barmode="stack")
+                        "saved", barmode="stack", top=90)
 
 
 def main_charts(runs: Any) -> dict[str, go.Figure]:

@@ -66,6 +66,7 @@ class CaseExplorer(W.VBox):
         self.include_unscored = W.Checkbox(value=True, description="include unscored",
                                            indent=False)
         self.count = W.HTML()
+        self.count.add_class("pa-count")  # a stable hook for browser checks
         self.picker = W.Select(options=[], rows=8, description="case",
                                layout=W.Layout(width="95%"))
         self.detail = W.HTML()

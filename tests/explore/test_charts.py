@@ -78,6 +78,9 @@ def test_cost_breakdown_by_purpose_never_counts_unknown_as_zero(http_run):
     assert [list(c) for c in retries.customdata] == [[1, 1], [0, 0]]  # the 503, cost unknown
     assert [list(c) for c in answer.customdata][0] == [5, 1]  # Q003's answer: no cost given
     assert "2 attempts of unknown cost not included" in fig.layout.title.text
+    attempts = {t.name: list(t.y) for t in fig.data if t.name.endswith("(attempts)")}
+    assert attempts == {"answer (attempts)": [5, 0], "judge (attempts)": [3, 0],
+                        "health (attempts)": [0, 2], "retries (attempts)": [1, 0]}
 
 
 def test_cache_savings_estimates_from_the_same_tools_worker_runs(scripted_run):
