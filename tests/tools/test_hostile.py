@@ -331,8 +331,11 @@ def test_real_workers_run_as_nobody_with_limits(tight_tools):
     while time.monotonic() < deadline and not seen:
         for child in server.children():
             try:
+                uids = child.uids()
+                if uids.real == 0:  # just forked, not yet hardened (rlimits come before setuid)
+                    continue
                 limits = open(f"/proc/{child.pid}/limits").read()
-                seen = {"uids": child.uids(), "gids": child.gids(), "limits": limits}
+                seen = {"uids": uids, "gids": child.gids(), "limits": limits}
             except (psutil.NoSuchProcess, FileNotFoundError, ProcessLookupError):
                 continue
         time.sleep(0.02)
