@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import CANARY, SQL_TOOL, ask, make_model
+from tests.models.conftest import CANARY, SQL_TOOL, ask, make_model
 
 from parquet_agent.models.fakes import FakeReply, FakeToolCall
 from parquet_agent.models.protocol import (
@@ -103,7 +103,7 @@ def test_request_settings_override_configured_defaults(server_for, provider, sin
 
 
 def test_gemini_echoes_wire_call_ids_only(sink):
-    from conftest import make_model as mk
+    from tests.models.conftest import make_model as mk
 
     from parquet_agent.models.fakes import gemini_server
 

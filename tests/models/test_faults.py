@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import FAST, ask, make_model
+from tests.models.conftest import FAST, ask, make_model
 
 from parquet_agent.errors import ModelCallError
 from parquet_agent.models import RetryPolicy

@@ -7,7 +7,7 @@ import json
 import logging
 
 import pytest
-from conftest import ask, make_model
+from tests.models.conftest import ask, make_model
 
 from parquet_agent.errors import ModelCallError
 from parquet_agent.models import PriceTable

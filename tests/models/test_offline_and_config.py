@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import CANARY, ask
+from tests.models.conftest import CANARY, ask
 
 from parquet_agent.errors import ConfigError, ScriptExhaustedError
 from parquet_agent.models import ModelSpec, ScriptedModel, build_model, load_model_specs

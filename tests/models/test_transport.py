@@ -6,7 +6,7 @@ import json
 import threading
 
 import pytest
-from conftest import CANARY, ask, make_model, all_bytes
+from tests.models.conftest import CANARY, ask, make_model, all_bytes
 
 from parquet_agent.models import DirectorySink
 from parquet_agent.models.fakes import FakeReply, echo_key, http_error, openai_server

@@ -14,7 +14,7 @@ import pytest
 from parquet_agent.errors import RunError
 from parquet_agent.store import RawStore, read_raw
 
-from store_fixtures import conversation_bodies
+from tests.store.store_fixtures import conversation_bodies
 
 
 def test_round_trip_is_byte_exact_across_reopen(tmp_path):

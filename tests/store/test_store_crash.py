@@ -14,7 +14,7 @@ import pytest
 
 from parquet_agent.store import RunStore
 
-from store_fixtures import make_config, make_frozen
+from tests.store.store_fixtures import make_config, make_frozen
 
 _PLAYER = textwrap.dedent("""
     import json, sys

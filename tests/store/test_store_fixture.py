@@ -6,7 +6,7 @@ from pathlib import Path
 
 from parquet_agent.store import RunStore, read_raw
 
-from store_fixtures import conversation_bodies
+from tests.store.store_fixtures import conversation_bodies
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -23,7 +23,7 @@ from parquet_agent.store import (
 )
 from parquet_agent.store.records import attempt_from_dict
 
-from store_fixtures import make_attempt
+from tests.store.store_fixtures import make_attempt
 
 
 def test_events_round_trip_typed(tmp_path):

@@ -26,7 +26,7 @@ from parquet_agent.store import (
     reply_from_dict,
 )
 
-from store_fixtures import SNAPSHOT, make_attempt, make_config, make_frozen, make_reply
+from tests.store.store_fixtures import SNAPSHOT, make_attempt, make_config, make_frozen, make_reply
 
 
 def play_case(run, question="Q001", model="flash", strategy="sql", *, finish=True, score=80.0,
