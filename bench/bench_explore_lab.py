@@ -159,7 +159,10 @@ def _notebook(root: Path, run_dir: Path) -> Path:
     return path
 
 
-def lab_check(run_dir: Path, img: Path, venv: Path) -> dict:
+def lab_check(run_dir: Path, img: Path, venv: Path, *, total: int = 16,
+              narrowed: int = 8) -> dict:
+    """Open the explorer of `run_dir` in JupyterLab; `total` cases, `narrowed` of them with
+    strategy sql+stream (asserted in the page); screenshots into `img`; timings."""
     from playwright.sync_api import expect, sync_playwright
 
     home = Path(tempfile.mkdtemp(prefix="pa-lab-"))
@@ -221,12 +224,12 @@ def lab_check(run_dir: Path, img: Path, venv: Path) -> dict:
                           "'application:toggle-left-area');"
                           " return app.commands.execute('notebook:run-all-cells'); }")
             count = page.locator(".pa-count b")
-            expect(count).to_have_text("16", timeout=60_000)
+            expect(count).to_have_text(str(total), timeout=60_000)
             timings["explorer_rendered_s"] = time.perf_counter() - t0
             strategy = page.locator(".widget-dropdown").filter(
                 has=page.locator("label", has_text="strategy")).locator("select")
             strategy.select_option("sql+stream")
-            expect(count).to_have_text("8")
+            expect(count).to_have_text(str(narrowed))
             expect(page.locator("section.pa-sec").first).to_contain_text("sql+stream")
             call = page.locator("details.pa-call summary").first
             call.click()
