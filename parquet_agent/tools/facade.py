@@ -248,4 +248,5 @@ def _find_index(corpus_dir: Path, snapshot: CorpusSnapshot) -> tuple[str, str | 
     if not index_exists(corpus_dir):
         return "missing", None, None
     index = CorpusIndex.open(corpus_dir, snapshot)
-    return "ok", str(index.index_path), str(index.headers_path)
+    headers = index.headers_path if index.headers_path.is_file() else None
+    return "ok", str(index.index_path), str(headers) if headers else None

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import parquet_agent
+from parquet_agent.errors import CorpusError, UsageError
 from parquet_agent.tools.server import read_frame, write_frame
 
 # Allocator taming (notes B.6i): without these, duckdb + pyarrow reserve 2.3 GiB of address
@@ -138,7 +139,10 @@ class WorkerPool:
         if not ready or not ready.get("ready"):
             proc.kill()
             err = proc.stderr.read().decode("utf-8", "replace")[-2000:]
-            raise RuntimeError(f"the tool worker server failed to start: {err}")
+            raise CorpusError(
+                "the tool worker server could not start over this corpus (is every file and "
+                f"the _index readable?): {err.strip().splitlines()[-1] if err.strip() else 'no output'}"
+            )
         self.server_info = ready
         self._proc = proc
         self.starts += 1
@@ -148,7 +152,7 @@ class WorkerPool:
     def _ensure_running(self) -> subprocess.Popen:
         with self._start_lock:
             if self._closed:
-                raise RuntimeError("this Tools is closed")
+                raise UsageError("this Tools is closed; open a new one with Tools.open(...)")
             if self._proc is None or self._proc.poll() is not None:
                 self._start()
             return self._proc

@@ -264,3 +264,28 @@ def test_two_data_workers_run_two_calls_at_once(corpus_dir):
     assert max(r.timings.queue_ms for r in results) < 50  # two slots: nobody waits for one
     texts = sorted(r.output["text"] for r in results if r.name == "read_filing")
     assert texts == sorted(filing(i)["parsed_md"][:10] for i in range(2))
+
+
+def test_closed_tools_says_so(corpus_dir):
+    tools = Tools.open(corpus_dir, "sql")
+    tools.close()
+    tools.close()  # idempotent
+    with pytest.raises(UsageError, match="closed"):
+        tools.call("sql", query="SELECT 1")
+    # describe_corpus and refusals need no worker and still answer
+    assert tools.call("describe_corpus").ok
+    assert tools.call("nope").error.kind == "unknown_tool"
+
+
+def test_a_server_that_cannot_start_is_a_clear_corpus_error(tmp_path):
+    from parquet_agent.corpus.snapshot import CorpusSnapshot
+    from parquet_agent.errors import CorpusError
+    from tests.tools.conftest import write_files
+
+    folder = tmp_path / "c"
+    write_files(folder)
+    snapshot = CorpusSnapshot.take(folder)
+    (folder / "2025-02.parquet").unlink()  # gone between the snapshot and the server start
+    with pytest.raises(CorpusError, match="could not start") as caught:
+        Tools.open(folder, snapshot=snapshot)
+    assert "2025-02.parquet" in str(caught.value)
