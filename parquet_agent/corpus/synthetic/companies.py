@@ -100,7 +100,8 @@ class Company:
         return self.brand or self.name.split(" ")[0].rstrip(",")
 
 
-def _core_names(rnd: random.Random, n: int) -> list[str]:
+def unique_names(rnd: random.Random, n: int) -> list[str]:
+    """`n` distinct invented company names (also used for companies that do not exist)."""
     seen: set[str] = set()
     out: list[str] = []
     while len(out) < n:
@@ -134,7 +135,7 @@ def make_companies(seed: int, n: int) -> tuple[Company, ...]:
     """`n` distinct issuers for `seed`. Core names, tickers and CIKs are unique."""
     rnd = random.Random(f"companies:{seed}")
     # one draw of unique names: the first n are company cores, the rest brand names
-    names = _core_names(rnd, n + n // 2 + 20)
+    names = unique_names(rnd, n + n // 2 + 20)
     cores, brands = names[:n], iter(names[n:])
     ciks = rnd.sample(range(1_000_000, 2_050_000), n)
     tickers: set[str] = set()

@@ -26,9 +26,9 @@ import random
 from collections import Counter
 
 from parquet_agent.corpus.questions import Evidence, Question, Reference
-from parquet_agent.corpus.synthetic.companies import _core_names
+from parquet_agent.corpus.synthetic.companies import unique_names
 from parquet_agent.corpus.synthetic.covers import long_date
-from parquet_agent.corpus.synthetic.forms import BALANCE_LABELS, INCOME_LABELS, latest_quarter, period_end, render
+from parquet_agent.corpus.synthetic.forms import BALANCE_LABELS, INCOME_LABELS, period_end, render
 
 MINIMUM = 100
 QUOTAS = {"table_fact": 24, "prose_fact": 18, "header_fact": 8, "comparison": 20, "count": 16,
@@ -297,7 +297,7 @@ class _Maker:
 
     def unanswerable(self, n: int) -> None:
         names = {x for c in self.book.companies for x in (c.name.split(" ")[0], c.brand) if x}
-        fakes = [f for f in _core_names(random.Random(f"fakes:{self.plan.seed}"), 40) if f not in names]
+        fakes = [f for f in unique_names(random.Random(f"fakes:{self.plan.seed}"), 40) if f not in names]
         for fake in fakes[: n // 3]:
             self.add("unanswerable", f"What was {fake} Corporation's total revenue for fiscal 2024?",
                      f"The corpus holds no filings by any company named {fake} Corporation, so the question cannot be answered from it.")
