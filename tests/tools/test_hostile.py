@@ -365,3 +365,25 @@ def test_error_messages_never_show_the_host_folder():
     clean = sanitize(text, {7: "2025-01.parquet"}, "/srv/corpus")
     assert "/srv" not in clean and "/proc" not in clean
     assert '"2025-01.parquet"' in clean and "<not allowed>" in clean
+
+
+def test_an_answer_too_large_for_the_server_is_refused(corpus_dir):
+    from parquet_agent.tools import Tools
+    from parquet_agent.tools.render import OutputLimits
+
+    unbounded = OutputLimits(max_rows=10**7, max_cell_chars=10**9, max_total_chars=10**10)
+    with Tools.open(corpus_dir, "sql", cache="off", output_limits=unbounded) as tools:
+        result = tools.call("sql", query="SELECT repeat('x', 1000) FROM range(40000)")
+        assert result.error is not None and result.error.kind == "too_large", result.error
+        assert tools.call("sql", query="SELECT 1").ok
+
+
+def test_a_worker_that_cannot_even_start_fails_alone(corpus_dir):
+    from parquet_agent.tools import Tools
+    from parquet_agent.tools.sandbox import SandboxLimits
+
+    starved = SandboxLimits(address_space_bytes=32 * 2**20)  # far below what is already mapped
+    with Tools.open(corpus_dir, "sql", cache="off", limits=starved) as tools:
+        result = tools.call("sql", query="SELECT count(*) FROM filings")
+        assert result.error is not None and result.error.kind in {"memory", "worker_crashed"}, result
+        assert result.to_json()["error"]["message"]

@@ -30,7 +30,8 @@ def test_public_surface():
 def test_specs_are_generated_from_signatures_and_match_the_snapshot(tools):
     specs = [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in tools.specs()]
     assert [s["name"] for s in specs] == ["describe_corpus", "sql", "search_headers", "read_filing"]
-    # Regenerate with: python -c "..." (see tests/tools/fixtures/README) when a signature changes.
+    # When a signature or docstring changes on purpose, regenerate the fixture from
+    # [tool_spec(f) for f in specs.ALL_TOOLS.values()] and review the diff.
     assert specs == json.loads(SPECS_FIXTURE.read_text())
 
 
