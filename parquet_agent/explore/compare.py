@@ -133,7 +133,10 @@ def manifest_warnings(new: dict[str, Any], old: dict[str, Any]) -> list[str]:
 
 def _frame(run) -> pd.DataFrame:
     c = run.cases_df()
-    c = c.assign(cost=c["cost_usd"].where(c["cost_unknown_attempts"] == 0))
+    # the case-record statuses (complete, incomplete, failed): the journal view says
+    # `unfinished` for a case without case_finished, which the records call `incomplete`
+    c = c.assign(cost=c["cost_usd"].where(c["cost_unknown_attempts"] == 0),
+                 status=c["status"].replace({"unfinished": "incomplete"}))
     return c[["case_id", "question_id", "model", "strategy", "status", "correctness",
               "citation_support", "cost", "wall_ms"]]
 

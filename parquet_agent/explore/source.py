@@ -8,8 +8,9 @@
 
 Records come from the exports when the run has them (`cases/<id>.json`, `cases-index.json`:
 what report.html shows), otherwise they are built in memory by the report's own `build_case`
-(never written: the explorer does not change a run folder). Exports older than the run's
-journals (a run resumed after its last export) are ignored in favour of fresh records, so the
+(never written: the explorer does not change a run folder). Exports built from other journals
+than the run holds now (a run resumed after its last export; checked by time, then by the
+journal hashes in case-export-provenance.json) are ignored in favour of fresh records, so the
 widget never shows a stale case. Either way the record logic lives in `report.case_record` only.
 """
 
@@ -43,17 +44,38 @@ def open_run(run: Any) -> Run:
     raise UsageError(f"expected a Run or a run folder path, got {type(run).__name__}")
 
 
-def _newest_journal_mtime(run_dir: Path) -> float:
+def _journal_files(run_dir: Path) -> list[Path]:
     folder = run_dir / "journal"
-    if not folder.is_dir():
-        return 0.0
-    return max((p.stat().st_mtime for p in folder.iterdir() if p.is_file()), default=0.0)
+    return sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def exports_current(run_dir: Path) -> bool:
-    """True when the run has an index export at least as new as every journal file."""
-    index = run_dir / "cases-index.json"
-    return index.is_file() and index.stat().st_mtime >= _newest_journal_mtime(run_dir)
+    """True when the run's exports were built from the journals it holds now.
+
+    Fast path: `cases-index.json` is at least as new as every journal file. Otherwise (a run
+    resumed after its export, or a folder copied without its times) the journals are checked
+    against the sha256 the exporter recorded for them in `case-export-provenance.json`."""
+    index, provenance = run_dir / "cases-index.json", run_dir / "case-export-provenance.json"
+    if not (index.is_file() and provenance.is_file()):
+        return False
+    journals = _journal_files(run_dir)
+    if all(index.stat().st_mtime >= p.stat().st_mtime for p in journals):
+        return True
+    try:
+        inputs = json.loads(provenance.read_text(encoding="utf-8"))["inputs"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    recorded = {rel: digest for rel, digest in inputs.items() if rel.startswith("journal/")}
+    now = {f"journal/{p.name}": p for p in journals}
+    if set(recorded) != set(now):
+        return False
+    return all(_sha256(path) == recorded[rel] for rel, path in now.items())
 
 
 @dataclass

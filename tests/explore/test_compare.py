@@ -29,6 +29,8 @@ def test_pairs_by_case_id_and_names_every_change(demo_run, scripted_run):
     assert cmp.counts() == {"resolved": 1, "regressed": 0, "still correct": 1,
                             "still incorrect": 0, "unscored": 1, "new": 3, "dropped": 0}
     assert list(cmp.resolved()["case_id"]) == ["Q002__baseline__sql"]
+    q3 = cmp.cases.set_index("case_id").loc["Q003__baseline__sql"]
+    assert (q3["status_old"], q3["status_new"]) == ("incomplete", "complete")
     assert len(cmp.new_cases()) == 3 and cmp.regressed().empty
 
     back = compare_runs(scripted_run, demo_run)

@@ -14,7 +14,7 @@ from parquet_agent.errors import UsageError
 from parquet_agent.explore.case_view import SECTION_TITLES, render_case
 from parquet_agent.explore.explorer import ALL, NO_RAW
 from parquet_agent.explore.source import CaseSource, exports_current
-from parquet_agent.store import RunStore, read_raw
+from parquet_agent.store import RunStarted, RunStore, read_raw
 
 REPORT_JS = Path(__file__).resolve().parents[2] / "parquet_agent/report/assets/report.js"
 
@@ -144,13 +144,16 @@ def test_without_exports_records_are_built_by_the_report_code_and_match(scripted
     assert not any(p.name == "cases" for p in bare.iterdir())  # nothing written
 
 
-def test_exports_older_than_the_journals_are_not_used(demo_run, tmp_path):
+def test_exports_are_used_only_while_they_match_the_journals(demo_run, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(demo_run, copy)
     assert exports_current(copy)
     journal = next((copy / "journal").iterdir())
     later = (copy / "cases-index.json").stat().st_mtime + 5
-    os.utime(journal, (later, later))
+    os.utime(journal, (later, later))  # newer, as after a copy: the hashes still match
+    assert exports_current(copy) and CaseSource.open(copy).from_exports
+    with RunStore(copy.parent).open(copy.name, writable=True) as run:  # a resumed session
+        run.run_journal().append(RunStarted(session=9, pid=os.getpid(), resume=True))
     assert not exports_current(copy)
     assert not CaseSource.open(copy).from_exports
 
