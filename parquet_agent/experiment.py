@@ -244,9 +244,13 @@ def _run_case(run: Run, session: int, agent: Agent, judge: Judge, reader: Tools,
     journal = run.journal(cid)
     replay = run.replay(cid)
     t0 = time.perf_counter()
-    journal.append(CaseStarted(case_id=cid, question_id=question_id, model=model,
-                               strategy=strategy, manifest_hash=run.manifest.get("manifest_hash"),
-                               session=session))
+    reference = questions.reference(question_id)
+    journal.append(CaseStarted(
+        case_id=cid, question_id=question_id, model=model, strategy=strategy,
+        manifest_hash=run.manifest.get("manifest_hash"), session=session,
+        question=questions.question(question_id).question,
+        reference_answer=reference.reference_answer,
+        gold_evidence=[e.to_json() for e in reference.gold_evidence]))
     try:
         outcome = agent.run(questions.question(question_id), case_id=cid, sink=run.raw,
                             journal=journal, replay=replay)

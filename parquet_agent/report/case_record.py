@@ -231,6 +231,16 @@ def _missing_requests(attempts: list[dict], turns: list[dict], names: tuple[str,
     return missing
 
 
+def _reference(started: dict[str, Any], judge_in: dict[str, Any] | None) -> dict[str, Any]:
+    """The reference side, from `case_started` (newer runs) or the judge request (older)."""
+    if isinstance(started.get("reference_answer"), str):
+        return {"reference_answer": started["reference_answer"],
+                "gold_evidence": started.get("gold_evidence"), "reference_source": "case_started"}
+    return {"reference_answer": (judge_in or {}).get("reference_answer"),
+            "gold_evidence": (judge_in or {}).get("gold_evidence"),
+            "reference_source": "judge request" if judge_in else None}
+
+
 def build_case(source: RunSource, case_id: str) -> dict[str, Any]:
     """The audit record of one case (see the module docstring)."""
     events = source.events(case_id)
@@ -288,7 +298,10 @@ def build_case(source: RunSource, case_id: str) -> dict[str, Any]:
     latest_body = wire_body(latest) if latest else None
     judge_in = judge_input(wire_body(judge_req)) if judge_req else None
     question, question_source = None, None
-    if judge_in and isinstance(judge_in.get("question"), str):
+    started_data = started.data if started is not None else {}
+    if isinstance(started_data.get("question"), str):
+        question, question_source = started_data["question"], "case_started"
+    elif judge_in and isinstance(judge_in.get("question"), str):
         question, question_source = judge_in["question"], "judge request"
     elif latest_body is not None:
         question = first_user_text(latest_body)
@@ -379,9 +392,7 @@ def build_case(source: RunSource, case_id: str) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "case_id": case_id, "run_id": source.run.run_id,
         "question_id": qid, "question": question, "question_source": question_source,
-        "reference_answer": (judge_in or {}).get("reference_answer"),
-        "gold_evidence": (judge_in or {}).get("gold_evidence"),
-        "reference_source": "judge request" if judge_in else None,
+        **_reference(started_data, judge_in),
         "model": model, "strategy": strategy,
         "status": status, "status_reason": reason, "finished": finished is not None,
         "sessions": sum(e.event == "case_started" for e in events),

@@ -14,7 +14,8 @@ never follow a broken line. An unparseable line that is NOT the last one is dama
 Payloads are frozen dataclasses (below); `Event.data` holds the plain JSON dict read back and
 `Event.payload()` rebuilds the dataclass. Events and their order for one case:
 
-    case_started      case_id, question_id, model, strategy, manifest_hash, session
+    case_started      case_id, question_id, model, strategy, manifest_hash, session, question,
+                      reference_answer, gold_evidence
     model_attempt     one per answer-model HTTP attempt: `attempt` = Attempt record as a dict
     model_turn        a successful answer turn: number, request/response paths, `reply` dict
                       (Reply record), attempts used; replayed on resume instead of a new call
@@ -63,6 +64,11 @@ class CaseStarted:
     strategy: str
     manifest_hash: str | None = None
     session: int = 0  # 0 for the first run, n for the n-th resume
+    # what the case is about, for audits of cases the judge never saw (the journal is never
+    # sent to an agent; only `question` is what the agent gets)
+    question: str | None = None
+    reference_answer: str | None = None
+    gold_evidence: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)

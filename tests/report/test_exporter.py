@@ -153,7 +153,9 @@ def test_incomplete_and_failed_cases_are_marked_never_invented(http_run, tmp_pat
     assert inc["tool_counts_source"].startswith("recomputed")
     assert inc["tool_counts"]["processed"] == 3 and inc["tool_counts"]["requested_by_model"] == 2
     assert inc["cost"]["usd"] is None and inc["cost"]["unknown_attempts"] >= 1  # never 0
-    assert "Apex" in inc["question"] and inc["question_source"] == "latest answer request"
+    assert "Apex" in inc["question"] and inc["question_source"] == "case_started"
+    # the judge never saw this case, yet its reference is on record (from case_started)
+    assert inc["reference_source"] == "case_started" and inc["reference_answer"]
 
     failed = _case(run_dir, "Q003__fake-b__sql+stream")
     assert failed["final_answer"] is None and failed["judgment"] is None
