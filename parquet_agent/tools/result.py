@@ -78,22 +78,41 @@ class ToolResult:
         return data
 
 
-def error_result(name: str, arguments: Any, kind: str, message: str, **extra: Any) -> ToolResult:
-    """A failed ToolResult; `arguments` is kept JSON-able even when the input was not."""
+def error_result(name: Any, arguments: Any, kind: str, message: str, **extra: Any) -> ToolResult:
+    """A failed ToolResult whose every string is valid UTF-8, even when the input was not.
+
+    Untrusted names and arguments can hold lone surrogates (from JSON `\\ud800` escapes) that
+    cannot be encoded for a provider request, a record file or a terminal: they are kept,
+    backslash-escaped, so the record shows what was sent.
+    """
     return ToolResult(
-        name=name if isinstance(name, str) else repr(name),
+        name=_safe_text(name if isinstance(name, str) else repr(name)),
         arguments=_jsonable_arguments(arguments),
         ok=False,
-        error=ToolError(kind, message),
+        error=ToolError(kind, _safe_text(message)),
         **extra,
     )
+
+
+def _safe_text(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _safe(value: Any) -> Any:
+    if isinstance(value, str):
+        return _safe_text(value)
+    if isinstance(value, dict):
+        return {_safe_text(str(k)): _safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_safe(v) for v in value]
+    return value
 
 
 def _jsonable_arguments(arguments: Any) -> dict[str, Any]:
     if isinstance(arguments, dict):
         try:
             json.dumps(arguments)
-            return dict(arguments)
+            return _safe(arguments)
         except (TypeError, ValueError):
             pass
-    return {"_raw": repr(arguments)[:2000]}
+    return {"_raw": _safe_text(repr(arguments)[:2000])}

@@ -4,6 +4,7 @@ works. The same spirit applies to every argument of every tool, not only SQL."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -160,6 +161,8 @@ BAD_CALLS = {
     "query wrong type": ("sql", {"query": 42}, "validation"),
     "query NUL": ("sql", {"query": "SELECT 1\x00; DROP VIEW filings"}, "validation"),
     "query lone surrogate": ("sql", {"query": "SELECT '\ud800'"}, "validation"),
+    "tool name lone surrogate": ("sql\ud800", {}, "unknown_tool"),
+    "argument name lone surrogate": ("sql", {"query": "SELECT 1", "\udc80x": 1}, "validation"),
     "query too long": ("sql", {"query": "SELECT 1" + " " * 30_000}, "validation"),
     "file_stem traversal": ("sql", {"query": "SELECT 1", "file_stem": "../../etc/passwd"}, "validation"),
     "file_stem quote": ("read_filing", {"file_stem": "x' OR '1'='1"}, "validation"),
@@ -188,7 +191,9 @@ def test_bad_calls_are_error_values(tools, guard, name, arguments, kind):
     result = tools.call_raw(name, arguments)
     assert not result.ok and result.error.kind == kind, result.error
     assert result.model_text().startswith('{"error"')
-    result.to_json()  # always JSON-able
+    # always JSON-able and encodable, whatever bytes came in
+    result.model_text().encode("utf-8")
+    json.dumps(result.to_json(), ensure_ascii=False).encode("utf-8")
 
 
 def test_hostile_text_in_every_argument_is_only_data(tools, guard):
