@@ -209,3 +209,12 @@ def test_financials_agree_within_and_across_filings(con):
                 assert _row(md, "Total assets", "Balance Sheets")[1] == _row(ten_k, "Total assets", "Balance Sheets")[0], stem
                 checked_cross += 1
     assert checked_sum >= 10 and checked_cross >= 3
+
+
+def test_month_rows_follow_the_reference_at_any_scale():
+    from parquet_agent.corpus.synthetic.plan import REFERENCE_MONTH_ROWS, REFERENCE_ROWS
+
+    assert month_rows(REFERENCE_ROWS) == REFERENCE_MONTH_ROWS == (90_711, 128_993, 118_933, 109_085, 126_665, 63_680)
+    assert month_rows(63_807) == (9_071, 12_899, 11_893, 10_909, 12_667, 6_368)
+    for rows in (300, 2000, 12_345):
+        assert sum(month_rows(rows)) == rows
