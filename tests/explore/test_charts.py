@@ -105,6 +105,15 @@ def test_main_charts_and_offline_html(demo_run):
         charts.figure_html(figs["scores"], include_plotlyjs="cdn")
 
 
+def test_run_tables_are_reused_across_charts(demo_run):
+    tables = charts.RunTables(demo_run)
+    first = tables.cases_df()
+    assert tables.cases_df() is first  # read once
+    assert list(charts.scores(tables).data[0].y) == list(charts.scores(demo_run).data[0].y)
+    assert list(charts.latency([tables]).data[0].y) == list(charts.latency(demo_run).data[0].y)
+    assert tables.cases_df() is first and "cell" not in first.columns  # charts copy, not mutate
+
+
 def test_no_runs_is_an_error():
     with pytest.raises(ValueError, match="no runs given"):
         charts.scores([])
