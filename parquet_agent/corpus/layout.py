@@ -66,6 +66,7 @@ class LayoutWriter:
         self._rows = 0
         self._row_groups = 0
         self._text_bytes = 0
+        self._closed: WrittenFile | None = None
 
     def write(self, batch: pa.Table | pa.RecordBatch) -> None:
         table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
@@ -90,8 +91,9 @@ class LayoutWriter:
         self._pending.append(table.slice(start))
 
     def _flush(self) -> None:
-        group = pa.concat_tables([t for t in self._pending if t.num_rows])
-        if group.num_rows:
+        parts = [t for t in self._pending if t.num_rows]
+        group = pa.concat_tables(parts) if parts else None
+        if group is not None:
             self._writer.write_table(group, row_group_size=group.num_rows)
             self._rows += group.num_rows
             self._row_groups += 1
@@ -100,9 +102,12 @@ class LayoutWriter:
         self._pending_bytes = 0
 
     def close(self) -> WrittenFile:
-        self._flush()
-        self._writer.close()
-        return WrittenFile(self.path, self._rows, self._row_groups, self._text_bytes)
+        """Flush the last row group and close the file (idempotent)."""
+        if self._closed is None:
+            self._flush()
+            self._writer.close()
+            self._closed = WrittenFile(self.path, self._rows, self._row_groups, self._text_bytes)
+        return self._closed
 
     def __enter__(self) -> LayoutWriter:
         return self
@@ -110,7 +115,7 @@ class LayoutWriter:
     def __exit__(self, *exc) -> None:
         if exc[0] is None:
             self.close()
-        else:
+        elif self._closed is None:
             self._writer.close()
 
 
