@@ -11,7 +11,9 @@
     charts.cache_savings(run)              # calls served from the result cache and the worker
                                            #   time they saved (estimated, see the function)
     charts.main_charts(run)                # all of the above by name (tables read once)
-    charts.figure_html(fig)                # an offline-safe HTML fragment for report.html
+    charts.figure_html(fig)                # an offline-safe HTML fragment (plotly.js inline)
+    charts.embed_figures({"scores": fig})  # for a page with a strict CSP (report.html): the
+                                           #   plotly.js text, empty divs, one script per figure
 
 `run` is a `Run`, a run folder, or a list of them: with several runs every cell is labelled
 `<run id> · <model> · <strategy>` and figures compare runs side by side. Data come from the
@@ -25,7 +27,9 @@ default; embed several figures with `include_plotlyjs=True` on the first only.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -167,7 +171,8 @@ def cost_vs_correctness(runs: Any) -> go.Figure:
     title = "Cost against correctness"
     if unknown:
         title += f" ({unknown} attempts of unknown cost not included)"
-    return _layout(fig, title, xaxis=dict(title="known cost per case (USD)", rangemode="tozero"),
+    # no rangemode "tozero": an offline run costs 0 and its points would sit on the axis edge
+    return _layout(fig, title, xaxis=dict(title="known cost per case (USD)"),
                    yaxis=dict(title="mean correctness (0-100)", range=[0, 105]))
 
 
@@ -323,5 +328,44 @@ def figure_html(fig: go.Figure, *, include_plotlyjs: bool | str = True, full_htm
                        config={"displaylogo": False, "responsive": True})
 
 
-__all__ = ["RunTables", "cache_savings", "cost_breakdown", "cost_vs_correctness", "figure_html",
+@dataclass(frozen=True)
+class FigureEmbed:
+    """Figures split for a page with a strict Content-Security-Policy (report.html's): no
+    inline event handlers, every script a separate text whose sha256 the page can allow.
+
+    `plotly_js`: the plotly.js bundle (put it in a script once per page); `divs`: name -> an
+    empty `<div id=...>`; `scripts`: name -> the JS that draws that figure into its div (data
+    as JSON with every `<` escaped, so no text can close the script element)."""
+
+    plotly_js: str
+    divs: dict[str, str]
+    scripts: dict[str, str]
+
+    def html(self) -> str:
+        """Everything inline, in order: plotly.js, then each div followed by its script."""
+        parts = [f"<script>{self.plotly_js}</script>"]
+        for name, div in self.divs.items():
+            parts.append(f"{div}<script>{self.scripts[name]}</script>")
+        return "".join(parts)
+
+
+def embed_figures(figures: dict[str, go.Figure], *, id_prefix: str = "pa-chart-") -> FigureEmbed:
+    """Split `figures` (name -> Figure) for a CSP page; see `FigureEmbed`."""
+    import html as html_mod
+    import re
+
+    from plotly.offline import get_plotlyjs
+
+    divs, scripts = {}, {}
+    for name, fig in figures.items():
+        div_id = id_prefix + re.sub(r"[^A-Za-z0-9_-]", "-", name)
+        data = fig.to_json().replace("<", "\\u003c")
+        divs[name] = f'<div id="{html_mod.escape(div_id)}" class="pa-chart"></div>'
+        scripts[name] = (f"(function(){{var f={data};Plotly.newPlot("
+                         f"document.getElementById({json.dumps(div_id)}),f.data,f.layout,"
+                         f'{{"displaylogo":false,"responsive":true}});}})();')
+    return FigureEmbed(get_plotlyjs(), divs, scripts)
+
+
+__all__ = ["FigureEmbed", "RunTables", "embed_figures", "cache_savings", "cost_breakdown", "cost_vs_correctness", "figure_html",
            "latency", "main_charts", "scores", "tool_effort"]

@@ -114,6 +114,16 @@ def test_run_tables_are_reused_across_charts(demo_run):
     assert tables.cases_df() is first and "cell" not in first.columns  # charts copy, not mutate
 
 
+def test_embed_figures_escapes_every_script(demo_run):
+    fig = charts.scores(demo_run)
+    fig.update_layout(title="</script><img src=x onerror=alert(1)>")
+    embed = charts.embed_figures({"scores": fig})
+    assert embed.divs["scores"] == '<div id="pa-chart-scores" class="pa-chart"></div>'
+    script = embed.scripts["scores"]
+    assert "<" not in script and "\\u003c\\u002fscript\\u003e\\u003cimg" in script
+    assert len(embed.plotly_js) > 1_000_000 and "</script" not in embed.plotly_js.lower()
+
+
 def test_no_runs_is_an_error():
     with pytest.raises(ValueError, match="no runs given"):
         charts.scores([])
@@ -135,4 +145,33 @@ def test_embedded_charts_draw_in_chromium_with_no_network(demo_run, browser, tmp
     assert page.locator(".js-plotly-plot").count() == 6
     assert page.locator(".trace.bars path").count() > 0 and page.locator(".trace.boxes").count() > 0
     assert errors == [] and all(u.startswith("file://") for u in requests)
+    page.close()
+
+
+@pytest.mark.browser
+def test_embedded_figures_draw_under_a_strict_script_csp(demo_run, browser, tmp_path):
+    """What report.html needs: script-src by sha256 of the plotly.js text and each figure's
+    script (no 'unsafe-inline' for scripts); plotly sets style attributes, so style-src needs
+    'unsafe-inline' (without it titles and legends vanish)."""
+    import base64
+    import hashlib
+
+    def sha(text):
+        return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+    embed = charts.embed_figures(charts.main_charts(demo_run))
+    scripts = [embed.plotly_js, *embed.scripts.values()]
+    csp = (f"default-src 'none'; script-src {' '.join(sha(s) for s in scripts)}; "
+           "style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'")
+    page_path = tmp_path / "csp.html"
+    page_path.write_text('<!doctype html><meta charset=utf-8><meta http-equiv='
+                         f'"Content-Security-Policy" content="{csp}"><body>' + embed.html())
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    page.goto(page_path.as_uri())
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 6")
+    assert page.locator(".pa-chart .gtitle").count() == 6  # every title drawn
+    assert errors == []
     page.close()
