@@ -73,7 +73,10 @@ class Tools:
             "output": output_limits.__dict__,
             "drop_to": list(drop_to) if drop_to else None,
         }
-        self._pool = WorkerPool(config, data_workers=data_workers)
+        # The server kills a child at wall_seconds + 2 s; waiting longer than this for an answer
+        # means the server itself is stuck, which is then reported as worker_crashed.
+        answer_timeout = limits.wall_seconds + 30.0
+        self._pool = WorkerPool(config, data_workers=data_workers, answer_timeout_s=answer_timeout)
         # A Tools dropped without close() (a notebook cell re-run) still stops its server.
         self._finalizer = weakref.finalize(self, self._pool.close)
 
