@@ -173,7 +173,8 @@ def _tool_call(i: int, t: dict[str, Any]) -> str:
 
 def _sec3(c: dict[str, Any]) -> str:
     calls = c.get("tool_calls") or []
-    body = "".join(_tool_call(i, t) for i, t in enumerate(calls, 1)) or "<p><i>no tool calls</i></p>"
+    body = ("".join(_tool_call(i, t) for i, t in enumerate(calls, 1))
+            or "<p><i>no tool calls</i></p>")
     return _section(3, f"{SECTION_TITLES[2]} ({len(calls)})", body)
 
 
@@ -226,8 +227,8 @@ def _sec6(c: dict[str, Any], run_dir: Path | None) -> str:
     for a in attempts:
         u, cost = a.get("usage") or {}, a.get("cost") or {}
         files = []
-        for kind, path, stored in (("request", a.get("request_path"), a.get("request_in_store")),
-                                   ("response", a.get("response_path"), a.get("response_in_store"))):
+        for kind in ("request", "response"):
+            path, stored = a.get(f"{kind}_path"), a.get(f"{kind}_in_store")
             mark = "" if not path or stored else ' <b style="color:#cf222e">missing</b>'
             files.append(f"{kind}: {esc(path) if path else '(none)'}{mark}")
         usd = cost.get("usd")

@@ -367,5 +367,5 @@ def embed_figures(figures: dict[str, go.Figure], *, id_prefix: str = "pa-chart-"
     return FigureEmbed(get_plotlyjs(), divs, scripts)
 
 
-__all__ = ["FigureEmbed", "RunTables", "embed_figures", "cache_savings", "cost_breakdown", "cost_vs_correctness", "figure_html",
-           "latency", "main_charts", "scores", "tool_effort"]
+__all__ = ["FigureEmbed", "RunTables", "cache_savings", "cost_breakdown", "cost_vs_correctness",
+           "embed_figures", "figure_html", "latency", "main_charts", "scores", "tool_effort"]

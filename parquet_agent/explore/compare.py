@@ -240,7 +240,8 @@ class RunComparison:
         fig.add_hline(y=0, line_color="#888")
         return _layout(fig, f"Paired score deltas, {self.new_run_id} − {self.old_run_id} "
                             "(95% bootstrap CI)", barmode="group",
-                       yaxis=dict(title="new − old (points)"), xaxis=dict(title="model · strategy"))
+                       yaxis=dict(title="new − old (points)"),
+                       xaxis=dict(title="model · strategy"))
 
     def transition_chart(self):
         """Cases per cell by change: resolved, regressed, unchanged, unscored, new, dropped."""

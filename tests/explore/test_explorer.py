@@ -158,9 +158,14 @@ def test_exports_are_used_only_while_they_match_the_journals(demo_run, tmp_path)
     assert not CaseSource.open(copy).from_exports
 
 
-def test_render_case_of_a_minimal_record_does_not_fail():
+def test_render_case_of_a_minimal_record_marks_missing_raw_requests():
     html = render_case({"case_id": "x", "model": {}, "attempts": [], "tool_calls": []})
     assert html.count('class="pa-sec"') == 6 and "no tool calls" in html
+    attempt = {"label": "x/turn-01", "request_path": "raw/x/turn-01.attempt-01.request.json",
+               "request_in_store": False, "response_path": None, "outcome": "failed"}
+    html = render_case({"case_id": "x", "model": {}, "attempts": [attempt], "tool_calls": []})
+    assert "raw/x/turn-01.attempt-01.request.json <b style=\"color:#cf222e\">missing</b>" in html
+    assert "response: (none)" in html
 
 
 def test_bad_input_is_a_usage_error(tmp_path):
