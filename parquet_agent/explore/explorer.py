@@ -6,7 +6,8 @@
     ex.filtered()                          # the index rows that pass the filters (DataFrame)
     ex.show("Q001__baseline__sql")         # select one case
     ex.detail.value                        # its six sections (same as report.html), as HTML
-    ex.raw_picker.value = path             # a raw file of the case; ex.raw_view shows its bytes
+    ex.raw_picker.value = path             # a file of the case (record, journal, raw files);
+                                           #   ex.raw_view shows its exact content
 
 The explorer is itself a `VBox`, so the last expression of a cell displays it. All behaviour
 lives in observers that set `HTML.value` or assign `Output.outputs` (never `with out:`), which
@@ -28,7 +29,7 @@ from parquet_agent.explore.case_view import render_case
 from parquet_agent.explore.source import CaseSource
 
 ALL = "(all)"
-NO_RAW = "(choose a raw file to see its exact bytes)"
+NO_RAW = "(choose a file to see its exact content)"
 SCORE_FIELDS = ("correctness", "citation_support")
 
 
@@ -81,7 +82,8 @@ class CaseExplorer(W.VBox):
             W.HBox([self.score_field, self.score, self.include_unscored, self.count]),
         ])
         super().__init__([header, filters, self.picker, self.detail,
-                          W.HTML("<b>Raw files of this case</b> (exact stored bytes)"),
+                          W.HTML("<b>Files of this case</b>: its record, journal and raw "
+                                 "files (exact stored bytes)"),
                           self.raw_picker, self.raw_view], **kwargs)
         for widget in (self.question, self.model, self.strategy, self.status, self.score_field,
                        self.score, self.include_unscored):
@@ -172,8 +174,13 @@ class CaseExplorer(W.VBox):
             return
         record = self.cases.record(case_id)
         self.detail.value = render_case(record, run_dir=self.run_dir)
-        # a placeholder first: a raw file is read only when one is chosen
-        self.raw_picker.options = [(NO_RAW, None)] + [(p, p) for p in record.get("raw_files") or []]
+        # a placeholder first: a file is read only when one is chosen; the case record and the
+        # journal are offered too (file:// links do not open from a JupyterLab page)
+        links = record.get("links") or {}
+        files = [(f"case record: {rel}", rel) for rel in (links.get("case"),) if rel]
+        files += [(f"journal: {rel}", rel) for rel in (links.get("journal"),) if rel]
+        files += [(p, p) for p in record.get("raw_files") or []]
+        self.raw_picker.options = [(NO_RAW, None)] + files
         self.raw_picker.value = None
 
     def _on_raw(self, change: dict) -> None:

@@ -150,10 +150,16 @@ class CaseSource:
         return record
 
     def raw_text(self, path: str) -> str:
-        """One raw file's exact content (UTF-8 text; base64 with a note when it is not)."""
+        """The exact content of one file of the run, by run-relative path: a raw file
+        (`raw/...`, from the raw store), the case record (`cases/<id>.json`; the record built
+        in memory when the run has no current exports) or a journal (`journal/...`, gunzipped
+        when sealed). UTF-8 text; base64 with a note when it is not UTF-8."""
         import base64
 
         from parquet_agent.store.blobs import RawStore
+
+        if path.startswith(("cases/", "journal/")):
+            return self._run_file_text(path)
 
         store = RawStore(self.run_dir, writable=False)
         try:
@@ -169,3 +175,17 @@ class CaseSource:
             return data.decode("utf-8")
         except UnicodeDecodeError:
             return "(not UTF-8; base64)\n" + base64.b64encode(data).decode("ascii")
+
+    def _run_file_text(self, rel: str) -> str:
+        import gzip
+
+        if rel.startswith("cases/") and not self.from_exports:
+            case_id = rel[len("cases/"):].removesuffix(".json")
+            return json.dumps(self.record(case_id), indent=1, ensure_ascii=False)
+        path = (self.run_dir / rel).resolve()
+        if self.run_dir not in path.parents or not path.is_file():
+            raise UsageError(f"{rel} is not a file of {self.run_id}")
+        data = path.read_bytes()
+        if path.suffix == ".gz":
+            data = gzip.decompress(data)
+        return data.decode("utf-8", "backslashreplace")

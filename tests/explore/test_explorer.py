@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -94,14 +95,24 @@ def test_hostile_answer_is_escaped_and_bidi_made_visible(scripted_run):
 def test_raw_files_show_their_exact_stored_bytes(scripted_run):
     ex = CaseExplorer(scripted_run, case_id="Q001__baseline__sql")
     record = ex.cases.record("Q001__baseline__sql")
-    assert [v for _, v in ex.raw_picker.options] == [None, *record["raw_files"]]
+    journal = record["links"]["journal"]
+    assert [v for _, v in ex.raw_picker.options] == [
+        None, "cases/Q001__baseline__sql.json", journal, *record["raw_files"]]
     assert ex.raw_view.outputs == ()  # nothing is read until a file is chosen
     path = record["raw_files"][0]
     ex.raw_picker.value = path
     (out,) = ex.raw_view.outputs
     assert out["data"]["text/plain"].encode("utf-8") == read_raw(scripted_run, path)
+    ex.raw_picker.value = "cases/Q001__baseline__sql.json"
+    (out,) = ex.raw_view.outputs
+    assert json.loads(out["data"]["text/plain"]) == record
+    ex.raw_picker.value = journal  # sealed (gzip): shown as its JSON lines
+    (out,) = ex.raw_view.outputs
+    assert '"event":"case_finished"' in out["data"]["text/plain"].replace(" ", "")
     ex.show("Q002__baseline__sql")
     assert ex.raw_view.outputs == () and ex.raw_picker.value is None
+    with pytest.raises(UsageError, match="not a file of"):
+        ex.cases.raw_text("journal/../../../etc/passwd")
 
 
 def test_incomplete_case_shows_what_was_sent_and_no_invented_answer(scripted_run):
@@ -141,6 +152,8 @@ def test_without_exports_records_are_built_by_the_report_code_and_match(scripted
         a, b = built.record(cid), exported.record(cid)
         assert {k: v for k, v in a.items() if k != "run_id"} == \
             {k: v for k, v in b.items() if k != "run_id"}
+    shown = json.loads(built.raw_text("cases/Q001__baseline__sql.json"))  # built in memory
+    assert shown == built.record("Q001__baseline__sql")
     assert not any(p.name == "cases" for p in bare.iterdir())  # nothing written
 
 
