@@ -8,7 +8,7 @@ Modules: `specs` (typed signatures -> schemas and validation), `gate` (exactly o
 (bounded output), `facade` (`Tools`), `commands` (the `parquet-agent tool` CLI).
 """
 
-from parquet_agent.tools.facade import Tools
+from parquet_agent.tools.facade import ScopedTools, Tools
 from parquet_agent.tools.result import ERROR_KINDS, Timings, ToolError, ToolResult
 
-__all__ = ["ERROR_KINDS", "Timings", "ToolError", "ToolResult", "Tools"]
+__all__ = ["ERROR_KINDS", "ScopedTools", "Timings", "ToolError", "ToolResult", "Tools"]

@@ -1,6 +1,7 @@
 """The shared result cache of one `Tools`: identical successful calls are answered once.
 
-Keyed on (tool, canonical arguments with defaults filled in, snapshot id, tool version), so a
+Keyed on (tool, canonical arguments with defaults filled in, snapshot id, tool version, and the
+question's scope when there is one), so a
 changed corpus or a changed tool never serves an old answer. Errors are never stored. Held in
 memory by its `Tools` instance (no module-level state) and shared by every thread using it;
 `enabled=False` turns it off for uncached timing comparisons. Counters say how it was used.
@@ -21,10 +22,13 @@ class CachedOutput:
     truncated: dict | None
 
 
-def cache_key(tool: str, arguments: dict, snapshot_id: str, tool_version: str) -> str:
-    canonical = json.dumps(
-        [tool, arguments, snapshot_id, tool_version], sort_keys=True, separators=(",", ":"), ensure_ascii=True
-    )
+def cache_key(tool: str, arguments: dict, snapshot_id: str, tool_version: str,
+              scope: list[str] | None = None) -> str:
+    """The key of one call; `scope` (sorted file_stems) keeps scoped answers apart."""
+    parts: list[Any] = [tool, arguments, snapshot_id, tool_version]
+    if scope is not None:
+        parts.append(scope)
+    canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return "sha256:" + hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 

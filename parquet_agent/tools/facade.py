@@ -19,7 +19,7 @@ import os
 import time
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from parquet_agent.corpus.schema import COLUMN_MEANINGS
 from parquet_agent.corpus.snapshot import CorpusSnapshot
@@ -113,16 +113,25 @@ class Tools:
     def call(self, name: str, **arguments: Any) -> ToolResult:
         return self.call_raw(name, arguments)
 
-    def call_raw(self, name: object, arguments: object) -> ToolResult:
-        """Run one untrusted call; every problem becomes an error value, never an exception."""
+    def scoped(self, file_stems: Iterable[str]) -> ScopedTools:
+        """A view of these tools that sees only `file_stems` (one question's filings), sharing
+        this instance's workers and cache. See `ScopedTools`."""
+        return ScopedTools(self, frozenset(file_stems))
+
+    def call_raw(self, name: object, arguments: object, *,
+                 scope: frozenset[str] | None = None) -> ToolResult:
+        """Run one untrusted call; every problem becomes an error value, never an exception.
+
+        With `scope`, the call sees only those file_stems (see `ScopedTools`)."""
         started = time.perf_counter()
-        result = self._call(name, arguments, started)
+        result = self._call(name, arguments, started, scope)
         if result.timings.total_ms == 0.0:  # refused before any work: record how long that took
             elapsed = round((time.perf_counter() - started) * 1000, 3)
             result = dataclasses.replace(result, timings=Timings(0.0, 0.0, elapsed))
         return result
 
-    def _call(self, name: object, arguments: object, started: float) -> ToolResult:
+    def _call(self, name: object, arguments: object, started: float,
+              scope: frozenset[str] | None = None) -> ToolResult:
         if not isinstance(name, str) or name not in self._checks:
             offered = ", ".join(self._names)
             shown = name if isinstance(name, str) else repr(name)
@@ -145,7 +154,12 @@ class Tools:
         args, problem = self._checks[name].check(arguments)
         if problem is not None:
             return error_result(name, arguments, "validation", problem)
-        key = cache_key(name, args, self.snapshot.snapshot_id, TOOL_VERSION)
+        if scope is not None:
+            stem = args.get("file_stem")
+            if stem is not None and stem not in scope:
+                return error_result(name, args, "validation", _outside_scope(stem, scope))
+        key = cache_key(name, args, self.snapshot.snapshot_id, TOOL_VERSION,
+                        sorted(scope) if scope is not None else None)
         hit = self.cache.get(key)
         if hit is not None:
             total = (time.perf_counter() - started) * 1000
@@ -154,9 +168,12 @@ class Tools:
                 Timings(0.0, 0.0, total), cache_hit=True, truncated=hit.truncated,
             )
         if name == "describe_corpus":
-            result = self._describe(args, started)
+            result = self._describe(args, started, scope)
         else:
-            result = self._run_in_worker(name, args, started)
+            job_args = args if scope is None else {**args, "scope": sorted(scope)}
+            result = self._run_in_worker(name, job_args, started)
+            if scope is not None:
+                result = dataclasses.replace(result, arguments=args)
         if result.ok:
             self.cache.put(key, CachedOutput(json.dumps(result.output, ensure_ascii=False), result.truncated))
         return result
@@ -206,7 +223,7 @@ class Tools:
             err = ToolError("worker_crashed", f"{kind}: {message}")
         return ToolResult(name, args, False, None, err, **common)
 
-    def _describe(self, args: dict, started: float) -> ToolResult:
+    def _describe(self, args: dict, started: float, scope: frozenset[str] | None) -> ToolResult:
         files = [
             {"file": f.name, "rows": f.rows, "size_bytes": f.size, "row_groups": f.row_groups}
             for f in self.snapshot.files
@@ -233,6 +250,13 @@ class Tools:
                 f"{self.output_limits.max_total_chars} characters in all",
             },
         }
+        if scope is not None:
+            stems = sorted(scope)
+            output["scope"] = {"file_stems": stems[:50], "count": len(stems)}
+            output["notes"].insert(0, (
+                f"This question is scoped to {len(stems)} filing(s): the view `filings` holds "
+                "only those rows (the file counts above are the whole corpus), search_headers "
+                "finds only them, and other file_stems are refused."))
         if "read_filing" in self._names:
             output["notes"].append(
                 "sql(query, file_stem=X) runs over a one-row view `filing`; read_filing returns "
@@ -240,6 +264,43 @@ class Tools:
             )
         total = (time.perf_counter() - started) * 1000
         return ToolResult("describe_corpus", args, True, output, None, Timings(0.0, 0.0, total))
+
+
+def _outside_scope(stem: str, scope: frozenset[str]) -> str:
+    shown = ", ".join(sorted(scope)[:5]) + (", ..." if len(scope) > 5 else "")
+    return (f"file_stem {stem!r} is outside this question's scope; the filings you may use "
+            f"are: {shown}")
+
+
+class ScopedTools:
+    """One question's view of a `Tools`: the same specs and workers, but only `scope`'s rows.
+
+    `filings` holds only the scoped rows (read by pyarrow and registered in a connection that
+    can read no file, so no table function can reach the rest), `search_headers` finds only
+    them, `read_filing` and `sql(file_stem=...)` refuse any other file_stem, `describe_corpus`
+    says so, and the cache keeps scoped answers apart.
+    """
+
+    MAX_SCOPE = 500  # rows materialised per scoped SQL call
+
+    def __init__(self, tools: Tools, scope: frozenset[str]):
+        if not scope:
+            raise UsageError("a scope needs at least one file_stem")
+        if len(scope) > self.MAX_SCOPE:
+            raise UsageError(f"a scope of {len(scope)} filings is over the limit of "
+                             f"{self.MAX_SCOPE}; scope to fewer filings or use the whole corpus")
+        self.tools = tools
+        self.scope = scope
+        self.strategy = tools.strategy
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        return self.tools.specs()
+
+    def call(self, name: str, **arguments: Any) -> ToolResult:
+        return self.call_raw(name, arguments)
+
+    def call_raw(self, name: object, arguments: object) -> ToolResult:
+        return self.tools.call_raw(name, arguments, scope=self.scope)
 
 
 def _find_index(corpus_dir: Path, snapshot: CorpusSnapshot) -> tuple[str, str | None, str | None]:

@@ -136,13 +136,20 @@ class HeaderSearch:
         mask[lo:hi] = True
         return mask
 
-    def search(self, query: str, page: int, page_size: int) -> tuple[int, list[dict]]:
-        """(total matches, the page's rows as dicts)."""
+    def search(self, query: str, page: int, page_size: int,
+               allowed: list[str] | None = None) -> tuple[int, list[dict]]:
+        """(total matches, the page's rows as dicts); `allowed` limits rows to those file_stems."""
         matched = None
         for term in query.split()[:MAX_TERMS]:
             mask = self._term_mask(term)
             if mask is not None:
                 matched = mask if matched is None else matched & mask
+        if allowed is not None:
+            scope = np.zeros(self.rows, dtype=bool)
+            for stem in allowed:
+                lo, hi = _bisect(self._stems, stem), _bisect(self._stems, stem, right=True)
+                scope[lo:hi] = True
+            matched = scope if matched is None else matched & scope
         if matched is None:
             total, rows = self.rows, np.arange((page - 1) * page_size, min(self.rows, page * page_size))
         else:

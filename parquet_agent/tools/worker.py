@@ -161,7 +161,7 @@ def _sql_message(exc: duckdb.Error, job: dict) -> str:
 
 def _dispatch(tool: str, args: dict, ctx: Context, watchdog: Watchdog) -> tuple[Any, Any]:
     if tool == "sql":
-        return _sql(args["query"], args.get("file_stem"), ctx, watchdog)
+        return _sql(args["query"], args.get("file_stem"), ctx, watchdog, args.get("scope"))
     if tool == "read_filing":
         return _read_filing(ctx, watchdog, **args)
     if tool == "search_headers":
@@ -175,8 +175,16 @@ def _corpus_paths(ctx: Context) -> list[str]:
     return [fd_path(fd) for fd in ctx.files.values()]
 
 
-def _sql(query: str, file_stem: str | None, ctx: Context, watchdog: Watchdog) -> tuple[Any, Any]:
-    if file_stem is None:
+def _sql(query: str, file_stem: str | None, ctx: Context, watchdog: Watchdog,
+         scope: list[str] | None = None) -> tuple[Any, Any]:
+    if file_stem is None and scope is not None:
+        # only the scoped rows exist for this query: read by pyarrow, registered in a
+        # connection that can read no file (no table function can reach the other rows)
+        rows = [_locate_row(stem, None, ctx) for stem in scope]
+        watchdog.mark("locate")
+        con = _empty_con(ctx)
+        con.register("filings", pa.concat_tables(rows))
+    elif file_stem is None:
         con = ctx.corpus_con
         if con is None:
             paths = _corpus_paths(ctx)
@@ -263,8 +271,9 @@ def _not_found(file_stem: str) -> str:
 
 
 def _read_filing(
-    ctx: Context, watchdog: Watchdog, file_stem: str, start: int, max_chars: int, pattern: str | None
-) -> tuple[Any, Any]:
+    ctx: Context, watchdog: Watchdog, file_stem: str, start: int, max_chars: int, pattern: str | None,
+    scope: list[str] | None = None,
+) -> tuple[Any, Any]:  # `scope` was checked by the facade: file_stem is inside it
     row = _locate_row(file_stem, ["file_stem", "parsed_md"], ctx)
     watchdog.mark("locate")
     text = row.column("parsed_md")[0].as_py() or ""
@@ -331,7 +340,8 @@ def _windows(text: str, base: dict, start: int, max_chars: int, pattern: str) ->
     return out, truncated
 
 
-def _search_headers(ctx: Context, watchdog: Watchdog, query: str, page: int, page_size: int) -> tuple[Any, Any]:
+def _search_headers(ctx: Context, watchdog: Watchdog, query: str, page: int, page_size: int,
+                    scope: list[str] | None = None) -> tuple[Any, Any]:
     if ctx.header_search is None:
         raise JobError(
             "not_found",
@@ -339,7 +349,7 @@ def _search_headers(ctx: Context, watchdog: Watchdog, query: str, page: int, pag
             "unavailable; use sql over `filings` (e.g. contains(parsed_md, 'Name') on a narrowed "
             "set of rows), or ask the operator to run `parquet-agent corpus index DIR`.",
         )
-    total, rows = ctx.header_search.search(query, page, page_size)
+    total, rows = ctx.header_search.search(query, page, page_size, allowed=scope)
     return _page(query, page, page_size, total, rows)
 
 

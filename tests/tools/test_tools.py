@@ -20,7 +20,8 @@ SPECS_FIXTURE = Path(__file__).parent / "fixtures" / "specs.json"
 def test_public_surface():
     import parquet_agent.tools as tools_module
 
-    assert set(tools_module.__all__) == {"ERROR_KINDS", "Timings", "ToolError", "ToolResult", "Tools"}
+    assert set(tools_module.__all__) == {"ERROR_KINDS", "ScopedTools", "Timings", "ToolError",
+                                        "ToolResult", "Tools"}
     assert {"sql", "forbidden", "timeout", "memory", "cpu", "worker_crashed", "validation",
             "not_found", "unknown_tool", "budget", "too_large"} == ERROR_KINDS
     with pytest.raises(ValueError):
