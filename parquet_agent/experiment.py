@@ -44,7 +44,8 @@ from parquet_agent.agent import (
 )
 from parquet_agent.corpus.questions import QuestionSet, load_questions
 from parquet_agent.corpus.snapshot import CorpusSnapshot
-from parquet_agent.errors import CorpusError, ModelCallError, SnapshotChangedError
+from parquet_agent.corpus.index import CorpusIndex
+from parquet_agent.errors import ConfigError, CorpusError, ModelCallError, SnapshotChangedError
 from parquet_agent.experiment_config import ExperimentConfig, case_id, load_config
 from parquet_agent.judge import (
     Judge,
@@ -110,6 +111,7 @@ class Experiment:
         questions = load_questions(config.questions)
         question_ids = config.sample.select(questions.ids)
         snapshot = _checked_snapshot(Path(config.corpus))
+        scopes = _load_scopes(config, question_ids, snapshot)
         models = {spec.name: _build(spec, self.env) for spec in config.models}
         judge_model = build_judge_model(config.judge, self.env)
         tools: dict[str, Any] = {
@@ -121,14 +123,17 @@ class Experiment:
         reader = tools.get("sql+stream") or Tools.open(config.corpus, "sql+stream",
                                                         snapshot=snapshot)
         try:
+            hashes = _prompt_hashes(tools)
+            if config.scope is not None:
+                hashes["scope"] = "sha256:" + hashlib.sha256(config.scope.read_bytes()).hexdigest()
             frozen = freeze(
                 config, question_ids=question_ids, corpus_snapshot=snapshot.to_json(),
-                prompt_hashes=_prompt_hashes(tools),
+                prompt_hashes=hashes,
                 sandbox_mode=reader.sandbox_mode)
             run = self._open_run(config, frozen, run_dir, resume)
             try:
                 return self._execute(run, config, questions, question_ids, snapshot, models,
-                                     judge_model, tools, reader)
+                                     judge_model, tools, reader, scopes)
             finally:
                 run.close()
         finally:
@@ -159,7 +164,7 @@ class Experiment:
     def _execute(self, run: Run, config: ExperimentConfig, questions: QuestionSet,
                  question_ids: tuple[str, ...], snapshot: CorpusSnapshot,
                  models: dict[str, Model], judge_model: Model, tools: dict[str, Tools],
-                 reader: Tools) -> Run:
+                 reader: Tools, scopes: dict[str, list[str]] | None) -> Run:
         started = time.perf_counter()
         session = sum(1 for e in run.run_events() if e.event == "run_started")
         run_journal = run.run_journal()
@@ -183,7 +188,10 @@ class Experiment:
                 drift.check()
                 q, m, s = item
                 spec = config.model(m)
-                agent = Agent(models[m], tools[s], limits=limits, settings=GenerationSettings(
+                executor = tools[s]
+                if scopes is not None and s != NO_TOOLS:
+                    executor = executor.scoped(scopes[q])
+                agent = Agent(models[m], executor, limits=limits, settings=GenerationSettings(
                     temperature=spec.temperature, reasoning_effort=spec.reasoning_effort,
                     max_output_tokens=spec.max_output_tokens or 4096))
                 return _run_case(run, session, agent, judge, reader, questions, q, m, s)
@@ -318,6 +326,33 @@ def _cited_spans(reader: Tools, answer: str | None) -> tuple[dict, ...]:
                 text = result.output.get("text")
         spans.append({"file_stem": stem, "start": start, "end": end, "text": text})
     return tuple(spans)
+
+
+def _load_scopes(config: ExperimentConfig, question_ids: tuple[str, ...],
+                 snapshot: CorpusSnapshot) -> dict[str, list[str]] | None:
+    """The `scope` file's file_stems per question, checked against the questions and corpus."""
+    if config.scope is None:
+        return None
+    try:
+        data = json.loads(config.scope.read_text(encoding="utf-8"))
+        scopes = data["scopes"]
+    except FileNotFoundError:
+        raise ConfigError(f"scope: no such file {config.scope}") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"scope {config.scope.name}: expected JSON "
+                          '{"schema_version": 1, "scopes": {question_id: [file_stem, ...]}} '
+                          f"({exc})") from None
+    missing = [q for q in question_ids if not scopes.get(q)]
+    if missing:
+        raise ConfigError(f"scope {config.scope.name}: no file_stems for {len(missing)} sampled "
+                          f"question(s): {', '.join(missing[:10])}; every sampled question needs "
+                          "a scope (none is silently unscoped)")
+    index = CorpusIndex.open(config.corpus, snapshot)
+    unknown = sorted({s for q in question_ids for s in scopes[q] if index.locate(s) is None})
+    if unknown:
+        raise ConfigError(f"scope {config.scope.name}: {len(unknown)} file_stem(s) are not in "
+                          f"the corpus: {', '.join(unknown[:10])}")
+    return {q: list(scopes[q]) for q in question_ids}
 
 
 def _checked_snapshot(corpus: Path) -> CorpusSnapshot:

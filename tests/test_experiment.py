@@ -232,3 +232,29 @@ def test_closed_book_strategy_offers_no_tools_and_answers_in_one_round(corpus, t
     first = json.loads(read_raw(run.dir, run.attempts_df()
                                 .query("purpose == 'answer'")["request_path"].iloc[0]))
     assert first["request"]["tools"] == [] and "no tools" in json.dumps(first)
+
+
+def test_scope_limits_each_question_to_its_filings(corpus, tmp_path):
+    from parquet_agent.corpus.questions import load_questions
+
+    qs = load_questions(corpus / "questions.jsonl")
+    scope = {q: [qs.reference(q).gold_evidence[0].file_stem] for q in qs.ids}
+    scope_file = tmp_path / "scope.json"
+    scope_file.write_text(json.dumps({"schema_version": 1, "scopes": scope}))
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(["ok"] + [
+        {"tool_calls": [{"name": "sql", "arguments": {"query": "SELECT count(*) FROM filings"}}]},
+        "one filing"] * 3))
+    config = ExperimentConfig.from_dict({
+        "name": "scoped", "corpus": str(corpus), "questions": str(corpus / "questions.jsonl"),
+        "strategies": ["sql"], "runs_dir": str(tmp_path / "runs"), "scope": str(scope_file),
+        "models": [{"name": "s", "provider": "scripted", "script": str(script)}],
+        "judge": {"provider": "rubric"}, "limits": {"case_workers": 1}})
+    run = Experiment(config, progress=False).run()
+    texts = [e.payload().model_text for cid in run.case_ids() for e in run.case_events(cid)
+             if e.event == "tool_call"]
+    assert len(texts) == 3 and all('"rows":[[1]]' in t for t in texts)
+    assert run.manifest["prompt_hashes"]["scope"].startswith("sha256:")
+    scope_file.write_text(json.dumps({"schema_version": 1, "scopes": {"Q001": scope["Q001"]}}))
+    with pytest.raises(Exception, match="no file_stems for 2 sampled question"):
+        Experiment(config, progress=False).run()
