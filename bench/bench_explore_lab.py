@@ -23,7 +23,9 @@ Steps (outputs under bench/out/explore-lab/, reused when present):
    gateway-reported costs, a retry per answer of one of them; see `make_priced_run`) on one
    offline page (`charts.figure_html`, plotly.js inlined once) in
    Chromium from file://, no request leaves the page; one screenshot per chart:
-   docs/img/chart-<name>.png.
+   docs/img/chart-<name>.png;
+5. a second priced run (`variant=1`: other answers right and wrong) compared with the first:
+   the comparison section and its two charts, docs/img/compare.png and compare-charts.png.
 
 Prints one JSON object with the timings and the PNG sizes (each must stay under 300 KB).
 """
@@ -70,12 +72,14 @@ def make_run(work: Path) -> Path:
     return run_dir
 
 
-def make_priced_run(work: Path) -> Path:
+def make_priced_run(work: Path, name: str = "lab-priced", variant: int = 0) -> Path:
     """Two models behind a fake OpenAI server on 127.0.0.1 (the official SDK, the recording
     transport) with gateway-reported costs, so the cost charts have something to show:
     `cheap` (0.0003 USD a call) answers every other question right; `careful` (0.002 a call,
     its first attempt on each answer turn a 503 then a retry) answers every question with the
-    reference answer. One SQL query per case, the same everywhere (result-cache hits)."""
+    reference answer. One SQL query per case, the same everywhere (result-cache hits).
+    `variant` 1 is "the next run": `cheap` right on two questions in three, `careful` wrong on
+    one in four and no 503s (for the comparison screenshot)."""
     import threading
 
     from parquet_agent.corpus.questions import load_questions
@@ -85,7 +89,7 @@ def make_priced_run(work: Path) -> Path:
     from parquet_agent.models.fakes.server import http_error
 
     corpus = work / "corpus"
-    run_dir = work / "runs" / "lab-priced"
+    run_dir = work / "runs" / name
     if (run_dir / "cases-index.json").exists():
         return run_dir
     qs = load_questions(corpus / "questions.jsonl")
@@ -110,10 +114,13 @@ def make_priced_run(work: Path) -> Path:
         with lock:
             first = key not in seen
             seen.add(key)
-        if careful and first:
+        if careful and first and variant == 0:
             return http_error(503, retry_after="0")
         index, reference = answers.get(user, (1, "unknown"))
-        right = careful or index % 2 == 0
+        if variant == 0:
+            right = careful or index % 2 == 0
+        else:
+            right = index % 4 != 0 if careful else index % 3 != 0
         return FakeReply(text=reference if right else "I could not find it.", cost=price,
                          input_tokens=1800, output_tokens=120)
 
@@ -286,6 +293,40 @@ def charts_check(run_dir: Path, img: Path) -> dict:
     return {"charts": sorted(figures)}
 
 
+def compare_check(new: Path, old: Path, img: Path) -> dict:
+    """The comparison section (tables) and its two charts on one offline page; screenshots
+    docs/img/compare.png (warnings, counts, per-cell table) and compare-charts.png."""
+    from playwright.sync_api import sync_playwright
+
+    from parquet_agent.explore import compare_runs
+
+    cmp = compare_runs(new, old)
+    delta, transition = cmp.delta_chart(), cmp.transition_chart()
+    for fig in (delta, transition):
+        fig.update_layout(width=640, height=400)
+    from parquet_agent import charts
+
+    page_path = OUT / "explore-lab" / "compare.html"
+    page_path.write_text(
+        "<!doctype html><meta charset=utf-8><style>body{font:13px sans-serif;margin:8px}"
+        "table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ccc;padding:2px 6px}"
+        "</style><body><div id=section style='width:1100px'>" + cmp.to_html() + "</div>"
+        "<div id=charts style='display:flex;width:1290px'>"
+        + charts.figure_html(delta, include_plotlyjs=True)
+        + charts.figure_html(transition, include_plotlyjs=False) + "</div>", encoding="utf-8")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 900})
+        page.goto(page_path.as_uri())
+        page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length"
+                               " >= 2")
+        page.wait_for_timeout(500)
+        page.locator("#section").screenshot(path=str(img / "compare.png"))
+        page.locator("#charts").screenshot(path=str(img / "compare-charts.png"))
+        browser.close()
+    return {"comparison": cmp.counts()}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--img", type=Path, default=REPO / "docs" / "img")
@@ -300,13 +341,15 @@ def main() -> int:
     t0 = time.perf_counter()
     run_dir = make_run(work)
     priced = make_priced_run(work)
-    result: dict = {"runs": [str(run_dir), str(priced)],
+    priced_next = make_priced_run(work, "lab-priced-next", variant=1)
+    result: dict = {"runs": [str(run_dir), str(priced), str(priced_next)],
                     "runs_s": round(time.perf_counter() - t0, 2)}
     t1 = time.perf_counter()
     venv = lab_venv()
     result["labvenv_s"] = round(time.perf_counter() - t1, 2)
     result["lab"] = {k: round(v, 2) for k, v in lab_check(run_dir, args.img, venv).items()}
     result.update(charts_check(priced, args.img))
+    result.update(compare_check(priced_next, priced, args.img))
     sizes = {p.name: p.stat().st_size for p in sorted(args.img.glob("*.png"))}
     result["png_bytes"] = sizes
     too_big = {k: v for k, v in sizes.items() if v > MAX_PNG}
