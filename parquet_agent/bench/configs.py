@@ -3,7 +3,7 @@
 Contract: `write_configs(folder) -> [file names]` writes one TOML per paper mode into `folder`
 (the pack's `configs/`; paths inside are relative to it, as the config loader resolves them):
 
-| file | paper mode | corpus the agent may use | new keys (proposed, docs/financebench.md) |
+| file | paper mode | corpus the agent may use | new keys (docs/financebench.md) |
 |---|---|---|---|
 | `closed_book.toml` | closedBook | none: no tools | strategy `"none"` |
 | `shared_store.toml` | sharedStore | the whole corpus (question docs + distractors) | none |
@@ -30,7 +30,7 @@ PAPER_MODES = {
 _MODES = {
     "closed_book": dict(
         what="closed book (paper: closedBook): the model answers from its own knowledge; no "
-        "tools are offered (proposed strategy \"none\")",
+        "tools are offered (strategy \"none\")",
         corpus="../corpus", questions="../corpus/questions.jsonl", strategies='["none"]',
         scope=None),
     "shared_store": dict(
@@ -40,12 +40,12 @@ _MODES = {
         strategies='["sql", "sql+stream"]', scope=None),
     "single_store": dict(
         what="single store (paper: singleStore): each question sees only its own filing "
-        "(proposed key `scope`)",
+        "(key `scope`)",
         corpus="../corpus", questions="../corpus/questions.jsonl",
         strategies='["sql", "sql+stream"]', scope="../scopes/single_store.json"),
     "oracle": dict(
         what="oracle (paper: oracle): each question sees only its gold evidence pages, one row "
-        "per page (proposed key `scope`)",
+        "per page (key `scope`)",
         corpus="../oracle", questions="../oracle/questions.jsonl",
         strategies='["sql", "sql+stream"]', scope="../scopes/oracle.json"),
 }
@@ -89,7 +89,7 @@ cache = "on"
 def render_config(mode: str) -> str:
     m = _MODES[mode]
     scope_line = (
-        f'scope = "{m["scope"]}"   # proposed: question_id -> file_stems the tools may see\n'
+        f'scope = "{m["scope"]}"   # question_id -> file_stems the tools may see\n'
         if m["scope"] else ""
     )
     return _TEMPLATE.format(what=m["what"], slug=mode.replace("_", "-"), corpus=m["corpus"],

@@ -193,7 +193,7 @@ def build_pack(source: str | Path, out: str | Path, *, jobs: int = 1) -> PackRes
         _write_json(out / "scopes" / f"{name}.json", {
             "schema_version": SCHEMA_VERSION,
             "description": f"FinanceBench {name.replace('_', ' ')}: the file_stems each "
-            "question's tools may see (proposed config key `scope`, docs/financebench.md)",
+            "question's tools may see (config key `scope`, docs/financebench.md)",
             "scopes": scope,
         })
     configs = write_configs(out / "configs")
