@@ -166,11 +166,57 @@ def _notebook(root: Path, run_dir: Path) -> Path:
     return path
 
 
+def _drive_lab(browser, url: str, token: str, img: Path, total: int, narrowed: int,
+               timings: dict, t0: float) -> None:
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{url}/lab/tree/explore.ipynb?token={token}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content", timeout=60_000)
+    page.wait_for_function("""() => { const w = window.jupyterapp &&
+        window.jupyterapp.shell.currentWidget; const k = w && w.sessionContext &&
+        w.sessionContext.session && w.sessionContext.session.kernel;
+        return !!k && k.connectionStatus === 'connected' && k.status === 'idle'; }""",
+                           timeout=60_000)
+    timings["kernel_connected_s"] = time.perf_counter() - t0
+    page.evaluate("() => { const app = window.jupyterapp;"
+                  " if (!app.shell.leftCollapsed) app.commands.execute("
+                  "'application:toggle-left-area');"
+                  " return app.commands.execute('notebook:run-all-cells'); }")
+    count = page.locator(".pa-count b")
+    expect(count).to_have_text(str(total), timeout=60_000)
+    timings["explorer_rendered_s"] = time.perf_counter() - t0
+    strategy = page.locator(".widget-dropdown").filter(
+        has=page.locator("label", has_text="strategy")).locator("select")
+    strategy.select_option("sql+stream")
+    expect(count).to_have_text(str(narrowed))
+    expect(page.locator("section.pa-sec").first).to_contain_text("sql+stream")
+    call = page.locator("details.pa-call summary").first
+    call.click()
+    expect(page.locator("details.pa-call[open]").first).to_contain_text("arguments")
+    expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible(timeout=30_000)
+    timings["interaction_done_s"] = time.perf_counter() - t0
+    page.mouse.move(0, 0)
+    # the top of the explorer: run header, filters, case list, section 1
+    page.evaluate("() => document.querySelector('.widget-select').closest("
+                  "'.jp-OutputArea-output').scrollIntoView({block: 'start'})")
+    page.screenshot(path=str(img / "explorer-lab.png"))
+    # further down: the expanded tool call with its exact arguments
+    page.evaluate("() => document.querySelector('details.pa-call').scrollIntoView("
+                  "{block: 'start'})")
+    page.screenshot(path=str(img / "explorer-lab-tool-call.png"))
+    page.close()
+    if errors:
+        raise RuntimeError(f"page errors in JupyterLab: {errors}")
+
+
 def lab_check(run_dir: Path, img: Path, venv: Path, *, total: int = 16,
-              narrowed: int = 8) -> dict:
+              narrowed: int = 8, browser=None) -> dict:
     """Open the explorer of `run_dir` in JupyterLab; `total` cases, `narrowed` of them with
     strategy sql+stream (asserted in the page); screenshots into `img`; timings."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import sync_playwright
 
     home = Path(tempfile.mkdtemp(prefix="pa-lab-"))
     root = home / "root"
@@ -213,48 +259,15 @@ def lab_check(run_dir: Path, img: Path, venv: Path, *, total: int = 16,
         else:
             raise RuntimeError(f"JupyterLab did not start; see {home / 'lab.log'}")
         timings["server_up_s"] = time.perf_counter() - t0
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-            page = browser.new_page(viewport={"width": 1280, "height": 1000})
-            errors: list[str] = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(f"{url}/lab/tree/explore.ipynb?token={token}")
-            page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content", timeout=60_000)
-            page.wait_for_function("""() => { const w = window.jupyterapp &&
-                window.jupyterapp.shell.currentWidget; const k = w && w.sessionContext &&
-                w.sessionContext.session && w.sessionContext.session.kernel;
-                return !!k && k.connectionStatus === 'connected' && k.status === 'idle'; }""",
-                                   timeout=60_000)
-            timings["kernel_connected_s"] = time.perf_counter() - t0
-            page.evaluate("() => { const app = window.jupyterapp;"
-                          " if (!app.shell.leftCollapsed) app.commands.execute("
-                          "'application:toggle-left-area');"
-                          " return app.commands.execute('notebook:run-all-cells'); }")
-            count = page.locator(".pa-count b")
-            expect(count).to_have_text(str(total), timeout=60_000)
-            timings["explorer_rendered_s"] = time.perf_counter() - t0
-            strategy = page.locator(".widget-dropdown").filter(
-                has=page.locator("label", has_text="strategy")).locator("select")
-            strategy.select_option("sql+stream")
-            expect(count).to_have_text(str(narrowed))
-            expect(page.locator("section.pa-sec").first).to_contain_text("sql+stream")
-            call = page.locator("details.pa-call summary").first
-            call.click()
-            expect(page.locator("details.pa-call[open]").first).to_contain_text("arguments")
-            expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible(timeout=30_000)
-            timings["interaction_done_s"] = time.perf_counter() - t0
-            page.mouse.move(0, 0)
-            # the top of the explorer: run header, filters, case list, section 1
-            page.evaluate("() => document.querySelector('.widget-select').closest("
-                          "'.jp-OutputArea-output').scrollIntoView({block: 'start'})")
-            page.screenshot(path=str(img / "explorer-lab.png"))
-            # further down: the expanded tool call with its exact arguments
-            page.evaluate("() => document.querySelector('details.pa-call').scrollIntoView("
-                          "{block: 'start'})")
-            page.screenshot(path=str(img / "explorer-lab-tool-call.png"))
-            browser.close()
-            if errors:
-                raise RuntimeError(f"page errors in JupyterLab: {errors}")
+        if browser is None:
+            with sync_playwright() as pw:
+                own = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+                try:
+                    _drive_lab(own, url, token, img, total, narrowed, timings, t0)
+                finally:
+                    own.close()
+        else:  # a test's session browser: a second sync Playwright cannot start in one thread
+            _drive_lab(browser, url, token, img, total, narrowed, timings, t0)
     finally:
         server.terminate()
         server.wait(timeout=20)

@@ -18,7 +18,7 @@ LAB_VENV = REPO / "bench" / "out" / "labvenv"
 
 
 @pytest.mark.slow
-def test_explorer_renders_and_filters_in_jupyterlab(demo_run, tmp_path):
+def test_explorer_renders_and_filters_in_jupyterlab(demo_run, browser, tmp_path):
     if not os.path.exists(os.environ.get("CHROMIUM", "/usr/bin/chromium")):
         pytest.skip("Chromium not installed")
     if not (LAB_VENV / "bin" / "jupyter-lab").exists():
@@ -27,6 +27,6 @@ def test_explorer_renders_and_filters_in_jupyterlab(demo_run, tmp_path):
                                                   REPO / "bench" / "bench_explore_lab.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    timings = bench.lab_check(demo_run, tmp_path, LAB_VENV, total=6, narrowed=3)
+    timings = bench.lab_check(demo_run, tmp_path, LAB_VENV, total=6, narrowed=3, browser=browser)
     assert (tmp_path / "explorer-lab.png").stat().st_size > 10_000
     assert timings["explorer_rendered_s"] < 120
