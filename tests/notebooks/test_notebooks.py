@@ -100,6 +100,13 @@ def test_run_explore_and_compare_notebooks(corpus, tmp_path):
     assert shown == {"schema_version": 1, "run_id": run1.name, "cases": 4, "selected": case,
                      "charts": first["charts"], "sections": 6}
     assert WIDGET in _mimes(nb) and _mimes(nb).count(PLOTLY) == 6
+    # the widget state the kernel produced, saved in the notebook: the chosen case, rendered
+    state = nb.metadata.widgets["application/vnd.jupyter.widget-state+json"]["state"]
+    (select,) = [m["state"] for m in state.values() if m["model_name"] == "SelectModel"]
+    assert select["_options_labels"][select["index"]].startswith(case)
+    htmls = [str(m["state"].get("value", "")) for m in state.values()
+             if m["model_name"] == "HTMLModel"]
+    assert any('data-section="6"' in h and case in h for h in htmls)
 
     # 4. compare with the defaults: the newest run (2) against the one before (1)
     nb = _execute("compare_runs", tmp_path, runs_dir=str(runs), html_out=str(tmp_path / "c.html"))
