@@ -175,3 +175,10 @@ def test_embedded_figures_draw_under_a_strict_script_csp(demo_run, browser, tmp_
     assert page.locator(".pa-chart .gtitle").count() == 6  # every title drawn
     assert errors == []
     page.close()
+
+
+def test_every_chart_builds_for_unfinished_failed_and_priced_runs(scripted_run, http_run):
+    for run in (scripted_run, http_run, [scripted_run, http_run]):
+        figs = charts.main_charts(run)
+        assert all(len(f.data) > 0 for f in figs.values())
+        assert "<div" in charts.figure_html(figs["latency"], include_plotlyjs=False)
