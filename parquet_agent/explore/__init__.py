@@ -5,7 +5,8 @@
 
 `CaseExplorer(run)` (ipywidgets) shows the same six case sections as report.html, from the same
 case records; `charts` builds plotly figures from runs; `compare_runs(new, old)` pairs two runs by
-case id. ipywidgets and plotly are imported only when these names are used.
+case id, `compare_cells(run, new, old)` two model x strategy cells of one run by question.
+ipywidgets and plotly are imported only when these names are used.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from typing import Any
 _NAMES = {
     "CaseExplorer": "parquet_agent.explore.explorer",
     "RunComparison": "parquet_agent.explore.compare",
+    "compare_cells": "parquet_agent.explore.compare",
     "compare_runs": "parquet_agent.explore.compare",
 }
 
-__all__ = ["CaseExplorer", "RunComparison", "charts", "compare_runs"]
+__all__ = ["CaseExplorer", "RunComparison", "charts", "compare_cells", "compare_runs"]
 
 
 def __getattr__(name: str) -> Any:

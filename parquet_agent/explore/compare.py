@@ -1,6 +1,7 @@
 """Compare two runs case by case: what changed, by how much, and whether it is more than noise.
 
     cmp = compare_runs(new, old)           # Runs or run folders; threshold=50, seed=0
+    compare_cells(run, ("m", "sql+stream"), ("m", "sql"))   # two cells of one run, by question
     cmp.warnings                           # prompts, tool specs, corpus, config that differ
     cmp.cases                              # one row per case id in either run (outer join)
     cmp.by_cell                            # per model x strategy, plus an `(all)` row
@@ -332,13 +333,14 @@ def _cell_table(cells: pd.DataFrame) -> str:
     return "".join(out)
 
 
-def compare_runs(new: Any, old: Any, *, threshold: float = 50.0, seed: int = 0) -> RunComparison:
-    """Pair `new` and `old` (Runs or run folders) by case id; see the module docstring."""
+def _check_threshold(threshold: float) -> None:
     if not 0 <= threshold <= 100:
         raise ValueError(f"threshold must be within 0..100 (a correctness score), got {threshold}")
-    new_run, old_run = open_run(new), open_run(old)
-    warnings = manifest_warnings(new_run.manifest, old_run.manifest)
-    a, b = _frame(new_run), _frame(old_run)
+
+
+def _pair(a: pd.DataFrame, b: pd.DataFrame, new_id: str, old_id: str, warnings: list[str],
+          threshold: float, seed: int, what: str) -> RunComparison:
+    """Outer-join two case frames on `case_id` and compute every change, delta and test."""
     merged = a.merge(b, on="case_id", how="outer", suffixes=("_new", "_old"), sort=True)
     for col in ("question_id", "model", "strategy"):
         merged[col] = merged[f"{col}_new"].combine_first(merged[f"{col}_old"])
@@ -354,16 +356,54 @@ def compare_runs(new: Any, old: Any, *, threshold: float = 50.0, seed: int = 0) 
              "citation_support_new", "citation_delta", "cost_old", "cost_new", "cost_delta",
              "wall_ms_old", "wall_ms_new", "wall_ms_delta"]
     merged = merged[order]
-    shared = int((~merged["change"].isin(("new", "dropped"))).sum())
-    if shared == 0:
-        warnings.append("the runs share no case id: nothing can be paired (case ids are "
-                        "<question>__<model>__<strategy>; use the same model names)")
+    if int((~merged["change"].isin(("new", "dropped"))).sum()) == 0:
+        warnings.append(f"nothing can be paired: {what}")
     rows = [_cell_row((m, s), g, seed)
             for (m, s), g in merged.groupby(["model", "strategy"], sort=True, dropna=False)]
     rows.append(_cell_row((ALL_CELLS, ALL_CELLS), merged, seed))
-    return RunComparison(new_run.run_id, old_run.run_id, float(threshold), seed,
-                         tuple(warnings), merged, pd.DataFrame(rows))
+    return RunComparison(new_id, old_id, float(threshold), seed, tuple(warnings), merged,
+                         pd.DataFrame(rows))
 
 
-__all__ = ["CHANGES", "PairedTest", "RunComparison", "compare_runs", "manifest_warnings",
-           "mcnemar"]
+def compare_runs(new: Any, old: Any, *, threshold: float = 50.0, seed: int = 0) -> RunComparison:
+    """Pair `new` and `old` (Runs or run folders) by case id; see the module docstring."""
+    _check_threshold(threshold)
+    new_run, old_run = open_run(new), open_run(old)
+    warnings = manifest_warnings(new_run.manifest, old_run.manifest)
+    return _pair(_frame(new_run), _frame(old_run), new_run.run_id, old_run.run_id, warnings,
+                 threshold, seed, "the runs share no case id (case ids are "
+                 "<question>__<model>__<strategy>; use the same model names)")
+
+
+def compare_cells(run: Any, new: tuple[str, str], old: tuple[str, str], *,
+                  threshold: float = 50.0, seed: int = 0) -> RunComparison:
+    """Two model x strategy cells of ONE run, paired by question: is `new` (model, strategy)
+    better than `old` on the same questions? Same columns and tests as `compare_runs`; case
+    ids become question ids and the one cell is labelled `<new model> vs <old model>` /
+    `<new strategy> vs <old strategy>`. E.g. `compare_cells(run, ("baseline", "sql+stream"),
+    ("baseline", "sql"))`."""
+    _check_threshold(threshold)
+    the_run = open_run(run)
+    frame = _frame(the_run)
+    cells = set(zip(frame["model"], frame["strategy"]))
+    for cell in (tuple(new), tuple(old)):
+        if cell not in cells:
+            from parquet_agent.errors import UsageError
+
+            raise UsageError(f"{the_run.run_id} has no cell {cell!r}; its (model, strategy) "
+                             f"cells are {sorted(cells)}")
+
+    def side(cell: tuple[str, str]) -> pd.DataFrame:
+        part = frame[(frame["model"] == cell[0]) & (frame["strategy"] == cell[1])].copy()
+        part["case_id"] = part["question_id"]
+        part["model"] = f"{new[0]} vs {old[0]}"
+        part["strategy"] = f"{new[1]} vs {old[1]}"
+        return part
+
+    label = f"{the_run.run_id}: {{}} · {{}}"
+    return _pair(side(new), side(old), label.format(*new), label.format(*old), [], threshold,
+                 seed, "the two cells share no question")
+
+
+__all__ = ["CHANGES", "PairedTest", "RunComparison", "compare_cells", "compare_runs",
+           "manifest_warnings", "mcnemar"]

@@ -8,7 +8,8 @@ import math
 
 import pytest
 
-from parquet_agent.explore import RunComparison, compare_runs
+from parquet_agent.errors import UsageError
+from parquet_agent.explore import RunComparison, compare_cells, compare_runs
 from parquet_agent.explore.compare import ALL_CELLS, manifest_warnings, mcnemar
 
 
@@ -133,3 +134,18 @@ def test_threshold_must_be_a_score(demo_run):
         compare_runs(demo_run, demo_run, threshold=150)
     strict = compare_runs(demo_run, demo_run, threshold=100)
     assert set(strict.cases["change"]) == {"still correct"}
+
+
+def test_compare_cells_pairs_two_strategies_of_one_run_by_question(demo_run):
+    cmp = compare_cells(demo_run, ("baseline", "sql+stream"), ("baseline", "sql"))
+    assert list(cmp.cases["case_id"]) == ["Q001", "Q002", "Q003"]
+    assert set(cmp.cases["change"]) == {"still correct"} and cmp.warnings == ()
+    (cell,) = cmp.by_cell[cmp.by_cell["model"] != ALL_CELLS].to_dict("records")
+    assert (cell["model"], cell["strategy"]) == ("baseline vs baseline", "sql+stream vs sql")
+    cases = compare_runs(demo_run, demo_run).cases.set_index("case_id")["wall_ms_new"]
+    expected = [cases[f"{q}__baseline__sql+stream"] - cases[f"{q}__baseline__sql"]
+                for q in ("Q001", "Q002", "Q003")]
+    assert list(cmp.cases["wall_ms_delta"]) == pytest.approx(expected)
+    assert cmp.new_run_id == "demo: baseline · sql+stream"
+    with pytest.raises(UsageError, match="no cell \\('baseline', 'sql\\+x'\\)"):
+        compare_cells(demo_run, ("baseline", "sql+x"), ("baseline", "sql"))
