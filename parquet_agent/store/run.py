@@ -17,6 +17,7 @@ A `Run` comes from `RunStore.create(...)` (writable, manifest frozen) or `RunSto
     run.verify()                  VerifyReport: manifest hash, raw digests, journal damage
     run.ledger()                  every attempt's cost by purpose (DataFrame)
     run.cases_df() / attempts_df() / tool_calls_df() / summary()   (see store.frames)
+    run.compare(old)              paired comparison with an older run (see explore.compare)
 
 A case is done when its journal has `case_finished`; a case with `case_failed` but no
 `case_finished` is redone on resume (its successful turns are still replayed).
@@ -369,6 +370,12 @@ class Run:
         from parquet_agent.store.frames import summary_frame
 
         return summary_frame(self, seed=seed)
+
+    def compare(self, old: Run | str | Path, *, threshold: float = 50.0, seed: int = 0) -> Any:
+        """Compare this run with an older one, paired by case id (see `explore.compare`)."""
+        from parquet_agent.explore.compare import compare_runs
+
+        return compare_runs(self, old, threshold=threshold, seed=seed)
 
     def run_figures(self) -> dict[str, Any]:
         from parquet_agent.store.frames import run_figures

@@ -270,3 +270,17 @@ def test_large_tool_texts_are_offloaded_and_finished_journals_sealed(tmp_path):
     assert (journal_dir / f"{case}.jsonl").exists() and run.verify().ok
     run.close()
     assert RunStore(tmp_path).open("r1").replay(case).judgment.correctness == 10.0
+
+
+def test_run_compare_pairs_cases_with_an_older_run(tmp_path):
+    from parquet_agent.experiment import Experiment
+    from parquet_agent.experiment_commands import demo_config
+    from tests.harness_corpus import make_harness_corpus
+
+    corpus = make_harness_corpus(tmp_path / "corpus")
+    old = Experiment(demo_config(corpus, tmp_path / "runs"), progress=False).run()
+    new = Experiment(demo_config(corpus, tmp_path / "runs"), progress=False).run()
+    comparison = new.compare(old.dir)
+    assert comparison.warnings == ()  # same prompts, tools, corpus and config
+    overall = comparison.by_cell.set_index(["model", "strategy"]).loc[("(all)", "(all)")]
+    assert overall["cases"] == 6 and overall["regressed"] == 0
