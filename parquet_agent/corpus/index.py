@@ -16,7 +16,7 @@
 Building streams: each file is read in batches of rows (never a whole row group of Markdown, so
 even a plain export with one ~1 GiB row group stays bounded), only a head of each `parsed_md`
 cell is copied out for header parsing, and the header rows go to a temporary Parquet file that
-DuckDB sorts with a memory limit (it spills to a temp folder). Everything is written to
+is then sorted by an external merge sort (`_sort_headers`; bounded memory at any scale). Everything is written to
 `_index.tmp-<pid>/` and swapped in at the end, so a crash never leaves a half index.
 
 `CorpusIndex.open(folder, snapshot=None)` refuses an index built for other files
@@ -170,19 +170,67 @@ def _index_file(path: Path, name: str, index_parts: list, headers_writer, found:
             offset += n
 
 
-def _sort_headers(unsorted: Path, out: Path, tmp_dir: Path) -> None:
-    """Sort the header table by file_stem with DuckDB under a memory limit (it spills)."""
-    import duckdb  # only here: the index itself needs no DuckDB
+SORT_RUN_ROWS = 32_768  # rows sorted in memory at once (~70 MiB of header text)
+RUN_GROUP_ROWS = 512  # row group size of the sorted runs: the unit the merge reads
+MERGE_CHUNK_ROWS = 16_384  # output rows assembled per step
+MERGE_CACHE_GROUPS = 64  # run row groups kept decoded between steps (~70 MiB)
 
-    con = duckdb.connect(config={"memory_limit": "256MB", "threads": 2})
-    try:
-        con.execute(f"SET temp_directory = '{tmp_dir.as_posix()}'")
-        con.execute(
-            f"COPY (SELECT * FROM read_parquet('{unsorted.as_posix()}') ORDER BY file_stem) "
-            f"TO '{out.as_posix()}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 16384)"
-        )
-    finally:
-        con.close()
+
+def _sort_headers(
+    unsorted: Path,
+    out: Path,
+    tmp_dir: Path,
+    *,
+    run_rows: int = SORT_RUN_ROWS,
+    group_rows: int = RUN_GROUP_ROWS,
+    chunk_rows: int = MERGE_CHUNK_ROWS,
+    cache_groups: int = MERGE_CACHE_GROUPS,
+) -> None:
+    """External merge sort of the header table by file_stem, in bounded memory.
+
+    1. cut the table into runs of SORT_RUN_ROWS, sort each in memory, append it to one runs
+       file (small row groups);
+    2. sort only the runs' `file_stem` column (a few MiB at full scale) to get the output
+       order, then assemble the output chunk by chunk from the few run row groups each chunk
+       touches (runs are sorted, so a chunk reads about MERGE_CHUNK_ROWS / RUN_GROUP_ROWS + runs
+       groups; an LRU cache keeps the groups two chunks share).
+    DuckDB's `ORDER BY` ran out of memory here at full scale (2,000-character header payload
+    under a 256 MiB limit), and the 1.3 GB of header text must not be held at once."""
+    import numpy as np
+
+    runs = tmp_dir / "runs.parquet"
+    with pq.ParquetWriter(runs, HEADERS_SCHEMA, compression="zstd", compression_level=1) as w:
+        for batch in pq.ParquetFile(unsorted).iter_batches(batch_size=run_rows):
+            run = pa.Table.from_batches([batch])
+            w.write_table(run.take(pc.sort_indices(run, [("file_stem", "ascending")])),
+                          row_group_size=group_rows)
+            del run
+    rf = pq.ParquetFile(runs)
+    meta = rf.metadata
+    sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    order = pc.sort_indices(rf.read(columns=["file_stem"]).column(0)).to_numpy().astype(np.int64)
+    cache: dict[int, pa.Table] = {}  # insertion-ordered: oldest first
+    with pq.ParquetWriter(out, HEADERS_SCHEMA, compression="zstd") as w:
+        for lo in range(0, len(order), chunk_rows):
+            pos = order[lo : lo + chunk_rows]
+            groups = np.searchsorted(starts, pos, side="right") - 1
+            used = np.unique(groups)
+            tables = []
+            for g in used.tolist():
+                table = cache.pop(g, None)
+                if table is None:
+                    table = rf.read_row_group(g)
+                cache[g] = table
+                tables.append(table)
+            while len(cache) > max(cache_groups, len(used)):
+                del cache[next(iter(cache))]
+            base = np.zeros(len(sizes), dtype=np.int64)
+            base[used] = np.cumsum([0] + [t.num_rows for t in tables[:-1]], dtype=np.int64)
+            rows = base[groups] + (pos - starts[groups])
+            w.write_table(pa.concat_tables(tables).take(pa.array(rows)),
+                          row_group_size=chunk_rows)
+    runs.unlink()
 
 
 def build_index(folder: str | Path, *, snapshot: CorpusSnapshot | None = None) -> IndexSummary:

@@ -6,6 +6,7 @@ import json
 import random
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -101,3 +102,24 @@ def test_missing_index_says_how_to_build_it(make_corpus):
     folder = make_corpus(rows=10)
     with pytest.raises(StaleIndexError, match="no sidecar index.*corpus index"):
         CorpusIndex.open(folder)
+
+
+def test_external_header_sort_over_many_runs(tmp_path):
+    """The merge that sorts headers.parquet in bounded memory, with tiny runs and chunks so
+    that every path (many runs, LRU evictions, chunks spanning runs) is exercised."""
+    from parquet_agent.corpus.index import HEADERS_SCHEMA, _sort_headers
+
+    rng = random.Random(5)
+    stems = [f"{rng.randrange(10**6):06d}" for _ in range(3000)]  # duplicates included
+    columns = {name: [None] * len(stems) for name in HEADERS_SCHEMA.names}
+    columns["file_stem"] = stems
+    columns["header"] = [f"h{i}:{s}" for i, s in enumerate(stems)]
+    table = pa.table(columns).cast(HEADERS_SCHEMA)
+    pq.write_table(table, tmp_path / "u.parquet", row_group_size=97)
+    _sort_headers(tmp_path / "u.parquet", tmp_path / "o.parquet", tmp_path,
+                  run_rows=400, group_rows=37, chunk_rows=250, cache_groups=3)
+    out = pq.read_table(tmp_path / "o.parquet")
+    assert out["file_stem"].to_pylist() == sorted(stems)
+    assert sorted(out["header"].to_pylist()) == sorted(columns["header"])
+    assert all(h.endswith(":" + s) for h, s in zip(out["header"].to_pylist(), out["file_stem"].to_pylist()))
+    assert not (tmp_path / "runs.parquet").exists()
