@@ -17,7 +17,6 @@ Tests that export copy the run first (`fresh_copy`), so session fixtures stay as
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -131,21 +130,6 @@ def fresh_copy(run_dir: Path, tmp_path: Path) -> Path:
 
 # -- the browser ------------------------------------------------------------------------------
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-@pytest.fixture(scope="session")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"Chromium not installed at {CHROMIUM} (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture
