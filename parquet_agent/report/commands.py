@@ -22,6 +22,10 @@ from parquet_agent.errors import ExportError, UsageError
 def register(subparsers: argparse._SubParsersAction) -> None:
     export = subparsers.add_parser("export", help="(re)build the exports of a saved run, offline")
     export.add_argument("run_dir", type=Path, help="the run folder")
+    export.add_argument("--charts", action="store_true",
+                        help="embed the main plotly charts in report.html (~4.8 MB more)")
+    export.add_argument("--compare", type=Path, metavar="OLD_RUN_DIR",
+                        help="add a paired comparison with an older run to report.html")
     export.set_defaults(handler=_export)
 
     raw = subparsers.add_parser("raw", help="print the exact bytes of one raw file of a run")
@@ -42,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _export(args: argparse.Namespace) -> int:
     from parquet_agent.report.exporter import export_run
 
-    result = export_run(args.run_dir)
+    result = export_run(args.run_dir, charts=args.charts, compare_with=args.compare)
     print(f"exported {result.cases} cases of {result.run_dir} in {result.seconds:.2f} s")
     print(f"report:     {result.report}")
     print(f"provenance: {result.run_dir / 'case-export-provenance.json'}")

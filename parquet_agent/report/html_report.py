@@ -29,6 +29,7 @@ import html
 import json
 import re
 import zlib
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -92,20 +93,40 @@ def _summary_table(summary: dict[str, Any]) -> str:
     return "".join(out)
 
 
+@dataclass(frozen=True)
+class ReportExtras:
+    """Optional sections after the summary. `sections` are trusted HTML built by our own code
+    with every data string escaped (`RunComparison.to_html()`); `scripts` run in order, each
+    allowed by its sha256 in the page's CSP (plotly.js and one script per chart)."""
+
+    sections: tuple[str, ...] = ()
+    scripts: tuple[str, ...] = ()
+
+    def html(self) -> str:
+        return "".join(self.sections) + "".join(f"<script>{s}</script>" for s in self.scripts)
+
+
 def render_report(run_id: str, summary: dict[str, Any], rows: list[dict[str, Any]],
-                  case_texts: list[bytes]) -> bytes:
+                  case_texts: list[bytes], *, extra: ReportExtras | None = None) -> bytes:
     """The whole report.html as UTF-8 bytes (deterministic for the same inputs).
 
-    `case_texts` are the case records as UTF-8 JSON, in row order (`exporter.case_json`)."""
+    `case_texts` are the case records as UTF-8 JSON, in row order (`exporter.case_json`);
+    `extra` adds sections after the summary (charts, a run comparison)."""
+    extra = extra or ReportExtras()
     script, style = _asset("report.js"), _asset("report.css")
     index = {"schema_version": 1, "run_id": run_id, "run_dir_hint": ".", "rows": rows}
     cases = "\n".join(
         f'<script type="application/x-case-deflate-base64" id="case-{n}">'
         f'{base64.b64encode(zlib.compress(text, _LEVEL)).decode()}'
         "</script>" for n, text in enumerate(case_texts))
-    values = {"SCRIPT_HASH": _csp_hash(script), "STYLE_HASH": _csp_hash(style),
+    # plotly sets style attributes as it draws (its titles vanish otherwise), and a hash in
+    # style-src would make the browser ignore 'unsafe-inline': so charts relax styles only
+    style_src = "'unsafe-inline'" if extra.scripts else f"'{_csp_hash(style)}'"
+    values = {"SCRIPT_HASH": _csp_hash(script), "STYLE_SRC": style_src,
               "TITLE": html.escape(run_id), "STYLE": style, "SUMMARY": _summary_table(summary),
-              "SCRIPT": script, "INDEX": embed_json(index), "CASES": cases}
+              "SCRIPT": script, "INDEX": embed_json(index), "CASES": cases,
+              "EXTRA": extra.html(),
+              "EXTRA_SCRIPT_HASHES": "".join(f" '{_csp_hash(s)}'" for s in extra.scripts)}
     # one pass over the template: inserted text (case data included) is never scanned again
     page = _PLACEHOLDER.sub(lambda m: values[m.group(1)], _asset("report.html"))
     return page.encode("utf-8")

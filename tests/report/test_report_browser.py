@@ -131,3 +131,15 @@ def test_an_incomplete_case_shows_latest_context_missing_requests_and_unsent_out
     expect(detail.locator('section[data-section="5"]')).to_contain_text("Not judged")
     expect(detail.locator('section[data-section="6"]')).to_contain_text("missing")
     _clean(page)
+
+
+def test_charts_and_a_comparison_embed_offline(page, http_run, offline_run, tmp_path):
+    run_dir = fresh_copy(http_run, tmp_path)
+    report = export_run(run_dir, charts=True, compare_with=offline_run).report
+    _open(page, report)
+    expect(page.locator(".js-plotly-plot")).to_have_count(6)
+    assert "Comparison" in page.locator("body").inner_text()
+    _clean(page)
+    # the default export stays lean: no plotly.js
+    plain = export_run(fresh_copy(http_run, tmp_path / "plain")).report
+    assert plain.stat().st_size * 2 < report.stat().st_size
