@@ -10,10 +10,11 @@ a label keeps both records. Safe to share between threads.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from pathlib import Path
+
+from parquet_agent.store.files import atomic_write_bytes
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+=@-]")
 
@@ -53,13 +54,7 @@ class DirectorySink:
         try:
             target = self.root / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-            _fsync_dir(target.parent)
+            atomic_write_bytes(target, data)
         finally:
             with self._lock:
                 self._pending.discard(rel)
@@ -75,17 +70,3 @@ class DirectorySink:
             n += 1
             candidate = f"{stem}~{n}{dot}{ext}" if dot else f"{rel}~{n}"
         return candidate, False
-
-
-def _fsync_dir(path: Path) -> None:
-    # The rename is only durable once the directory entry is; not supported on every OS.
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
