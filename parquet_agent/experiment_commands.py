@@ -81,13 +81,32 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _print_result(run) -> None:
-    summary = run.summary()
-    columns = [c for c in ("model", "strategy", "cases", "completed", "correctness_mean",
-                           "correctness_ci", "citation_support_mean", "cost_usd",
-                           "latency_p50_ms") if c in summary.columns]
-    with pd.option_context("display.width", 160, "display.max_columns", 20):
-        print(summary[columns].to_string(index=False) if columns else summary.to_string())
+    print(summary_text(run.summary()))
     report = run.dir / "report.html"
     print(f"\nrun folder: {run.dir}")
     if report.exists():
         print(f"report:     {report}")
+
+
+def summary_text(summary: pd.DataFrame) -> str:
+    """The summary table as text: scores with their 95% bootstrap intervals."""
+    if summary.empty:
+        return "(no cases)"
+
+    def interval(row: pd.Series, name: str, low: str, high: str) -> str:
+        if pd.isna(row[name]):
+            return "unscored"
+        return f"{row[name]:.1f} [{row[low]:.1f}, {row[high]:.1f}]"
+
+    table = pd.DataFrame({
+        "model": summary["model"], "strategy": summary["strategy"],
+        "cases": summary["cases"], "completed": summary["completed"],
+        "correctness (95% CI)": [interval(r, "correctness", "correctness_low",
+                                          "correctness_high") for _, r in summary.iterrows()],
+        "citation support (95% CI)": [interval(r, "citation_support", "citation_low",
+                                               "citation_high") for _, r in summary.iterrows()],
+        "tool calls": summary["tool_calls"], "cost USD": summary["cost_usd"].round(4),
+        "p50 ms": summary["latency_p50_ms"].round(0),
+    })
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        return table.to_string(index=False)
