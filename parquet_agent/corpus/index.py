@@ -170,10 +170,10 @@ def _index_file(path: Path, name: str, index_parts: list, headers_writer, found:
             offset += n
 
 
-SORT_RUN_ROWS = 32_768  # rows sorted in memory at once (~70 MiB of header text)
+SORT_RUN_ROWS = 16_384  # rows sorted in memory at once (~35 MiB of header text)
 RUN_GROUP_ROWS = 512  # row group size of the sorted runs: the unit the merge reads
-MERGE_CHUNK_ROWS = 16_384  # output rows assembled per step
-MERGE_CACHE_GROUPS = 64  # run row groups kept decoded between steps (~70 MiB)
+MERGE_CHUNK_ROWS = 8_192  # output rows assembled per step (one output row group)
+MERGE_CACHE_GROUPS = 32  # run row groups kept decoded between steps (~35 MiB)
 
 
 def _sort_headers(
@@ -250,8 +250,11 @@ def build_index(folder: str | Path, *, snapshot: CorpusSnapshot | None = None) -
             for entry in snapshot.files:
                 _index_file(folder / entry.name, entry.name, index_parts, writer, found)
         index = pa.concat_tables(index_parts) if index_parts else INDEX_SCHEMA.empty_table()
+        del index_parts
         index = index.sort_by([("file_stem", "ascending"), ("file", "ascending")])
         pq.write_table(index, tmp / "index.parquet", compression="zstd", row_group_size=65536)
+        rows = index.num_rows
+        del index  # ~130 bytes a row: freed before the header sort needs its memory
         spill = tmp / "spill"
         spill.mkdir()
         _sort_headers(unsorted, tmp / "headers.parquet", spill)
@@ -261,7 +264,7 @@ def build_index(folder: str | Path, *, snapshot: CorpusSnapshot | None = None) -
         info = {
             "schema_version": SCHEMA_VERSION,
             "snapshot_id": snapshot.snapshot_id,
-            "rows": index.num_rows,
+            "rows": rows,
             "files": len(snapshot.files),
             "headers_parsed": found,
             "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -278,7 +281,7 @@ def build_index(folder: str | Path, *, snapshot: CorpusSnapshot | None = None) -
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return IndexSummary(folder, snapshot.snapshot_id, index.num_rows, len(snapshot.files), found, seconds)
+    return IndexSummary(folder, snapshot.snapshot_id, rows, len(snapshot.files), found, seconds)
 
 
 def _rerun(folder: Path) -> str:
