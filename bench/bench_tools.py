@@ -249,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--plain-dir", type=Path, help="where to write the plain-export copy")
     parser.add_argument("--skip-plain", action="store_true")
+    parser.add_argument("--plain-from", type=Path,
+                        help="reuse an existing plain export of the same rows (e.g. the one "
+                        "bench_corpus.py writes) instead of writing one")
     args = parser.parse_args(argv)
 
     corpus = args.corpus.resolve()
@@ -271,7 +274,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_plain:
         plain_root = args.plain_dir or Path(tempfile.mkdtemp(prefix="plain-export-"))
         try:
-            paths = write_plain_export(corpus, plain_root / "plain")
+            if args.plain_from:
+                paths = sorted(args.plain_from.glob("*.parquet"))
+            else:
+                paths = write_plain_export(corpus, plain_root / "plain")
             few = stems[: max(3, args.repeats // 4)]
             report["plain_export"] = {
                 "unlimited": plain_lookups(paths, few, None),

@@ -73,6 +73,27 @@ class _Child:
         self.buffer = bytearray()
         self.killed_for: str | None = None
 
+    def answer(self) -> dict | None:
+        """The child's answer once its whole length-prefixed frame has arrived."""
+        if len(self.buffer) < _HEADER.size:
+            return None
+        (size,) = _HEADER.unpack_from(self.buffer)
+        if len(self.buffer) < _HEADER.size + size:
+            return None
+        try:
+            return json.loads(bytes(self.buffer[_HEADER.size : _HEADER.size + size]))
+        except ValueError:
+            return None
+
+
+class _Spare:
+    """A pre-forked, already hardened child waiting for one job (see `worker.run_spare`)."""
+
+    def __init__(self, pid: int, job_fd: int, result_fd: int):
+        self.pid = pid
+        self.job_fd = job_fd
+        self.result_fd = result_fd
+
 
 def _failure(kind: str, message: str) -> dict:
     return {"ok": False, "error": {"kind": kind, "message": message}}
@@ -88,11 +109,9 @@ def _death_answer(child: _Child, status: int, limits: dict) -> dict:
             f"the call ran past its {limits['wall_seconds']:g} s wall-clock limit and its worker "
             "was killed. Narrow the query by metadata first.",
         )
-    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
-        try:
-            return json.loads(bytes(child.buffer))
-        except ValueError:
-            pass
+    answered = child.answer()
+    if answered is not None:
+        return answered
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         if sig == signal.SIGXCPU:  # RLIMIT_CPU: the backstop behind the watchdog
@@ -143,6 +162,8 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> None:  # pragma: no cover - 
     selector.register(stdin_fd, selectors.EVENT_READ, None)
     pending = bytearray()
     children: dict[int, _Child] = {}
+    exited: list[int] = []  # answered children still to reap (their teardown is not our latency)
+    spare = _fork_spare(ctx)
     open_input = True
     while open_input or children:
         now = time.monotonic()
@@ -155,6 +176,9 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> None:  # pragma: no cover - 
                     selector.unregister(stdin_fd)
                     for child in children.values():
                         _kill(child.pid)
+                    if spare is not None:
+                        _retire(spare)
+                        spare = None
                     continue
                 pending += chunk
                 while len(pending) >= _HEADER.size:
@@ -163,7 +187,10 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> None:  # pragma: no cover - 
                         break
                     job = json.loads(bytes(pending[_HEADER.size : _HEADER.size + size]))
                     del pending[: _HEADER.size + size]
-                    child = _spawn(job, ctx, limits, stdin_fd, stdout_fd)
+                    child = _dispatch(spare, job, limits) if spare is not None else None
+                    if child is None:  # no spare (calls overlap) or it died: fork one now
+                        child = _spawn(job, ctx, limits, stdin_fd, stdout_fd)
+                    spare = None
                     children[child.fd] = child
                     selector.register(child.fd, selectors.EVENT_READ, child)
             else:
@@ -174,20 +201,27 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> None:  # pragma: no cover - 
                     if len(child.buffer) > MAX_RESULT_BYTES and not child.killed_for:
                         child.killed_for = "too_large"
                         _kill(child.pid)
-                    continue
+                    answer = None if child.killed_for else child.answer()
+                    if answer is None:
+                        continue
+                    exited.append(child.pid)  # it exits right after its frame: reap it later
+                else:  # no whole frame before end of file: how it died is the answer
+                    _, status, usage = os.wait4(child.pid, 0)
+                    answer = _death_answer(child, status, limits)
+                    answer.update(peak_rss_bytes=int(usage.ru_maxrss) * 1024,
+                                  cpu_s=round(usage.ru_utime + usage.ru_stime, 4))
                 selector.unregister(child.fd)
                 os.close(child.fd)
                 del children[child.fd]
-                _, status, usage = os.wait4(child.pid, 0)
-                answer = _death_answer(child, status, limits)
                 answer.update(
                     id=child.job_id,
                     worker_id=f"w{child.pid}",
-                    peak_rss_bytes=int(usage.ru_maxrss) * 1024,
-                    cpu_s=round(usage.ru_utime + usage.ru_stime, 4),
                     child_ms=round((time.monotonic() - child.started) * 1000, 3),
                 )
                 write_frame(stdout_fd, answer)
+        exited = _reap(exited)
+        if spare is None and open_input and not children:
+            spare = _fork_spare(ctx)  # between calls: the next call finds it ready
         now = time.monotonic()
         for child in children.values():
             if now > child.deadline and not child.killed_for:
@@ -328,6 +362,62 @@ def _spawn(job: dict, ctx, limits: dict, stdin_fd: int, stdout_fd: int) -> _Chil
     os.close(write_fd)
     deadline = time.monotonic() + limits["wall_seconds"] + KILL_GRACE_SECONDS
     return _Child(job["id"], pid, read_fd, deadline)
+
+
+def _fork_spare(ctx) -> _Spare | None:  # pragma: no cover - runs in the server
+    """Fork the next call's child ahead of time; it hardens itself and waits for its job."""
+    from parquet_agent.tools.worker import run_spare
+
+    job_r, job_w = os.pipe()
+    result_r, result_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(job_w)
+            os.close(result_r)
+            run_spare(job_r, result_w, ctx)
+        finally:
+            os._exit(70)
+    os.close(job_r)
+    os.close(result_w)
+    return _Spare(pid, job_w, result_r)
+
+
+def _dispatch(spare: _Spare, job: dict, limits: dict) -> _Child | None:  # pragma: no cover
+    """Hand `job` to the waiting spare; None when it is gone (the caller forks a child)."""
+    try:
+        write_frame(spare.job_fd, job)
+    except OSError:  # BrokenPipeError: the spare died while idle
+        _retire(spare)
+        return None
+    finally:
+        if spare.job_fd >= 0:
+            os.close(spare.job_fd)
+            spare.job_fd = -1
+    deadline = time.monotonic() + limits["wall_seconds"] + KILL_GRACE_SECONDS
+    return _Child(job["id"], spare.pid, spare.result_fd, deadline)
+
+
+def _retire(spare: _Spare) -> None:  # pragma: no cover - runs in the server
+    for fd in (spare.job_fd, spare.result_fd):
+        if fd >= 0:
+            os.close(fd)
+    spare.job_fd = spare.result_fd = -1
+    _kill(spare.pid)
+    os.waitpid(spare.pid, 0)
+
+
+def _reap(pids: list[int]) -> list[int]:  # pragma: no cover - runs in the server
+    """Collect children that answered and exited; keep the ones still exiting."""
+    left = []
+    for pid in pids:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            continue
+        if done == 0:
+            left.append(pid)
+    return left
 
 
 def _kill(pid: int) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,17 +73,66 @@ class Context:
 
 
 def run_child(job: dict, result_fd: int, ctx: Context) -> None:  # pragma: no cover - in a child
-    keep = {result_fd, *ctx.files.values()}
+    """Harden this fresh child, run `job`, answer, exit."""
     try:
-        harden(keep, ctx.limits, ctx.drop_to)
+        harden({result_fd, *ctx.files.values()}, ctx.limits, ctx.drop_to)
+    except BaseException as exc:  # noqa: BLE001 - the child must always answer
+        _answer(result_fd, _error("worker_crashed", f"{type(exc).__name__}: {exc}", ctx))
+    _serve(job, result_fd, ctx)
+
+
+def run_spare(job_fd: int, result_fd: int, ctx: Context) -> None:  # pragma: no cover - in a child
+    """A pre-forked child: harden while no job exists yet, then wait for exactly one job on
+    `job_fd`, run it, answer and exit. Forking and hardening happen between calls, off the
+    call's own time; isolation is the same as `run_child` (one pristine child per call)."""
+    try:
+        harden({job_fd, result_fd, *ctx.files.values()}, ctx.limits, ctx.drop_to)
+        job = read_job(job_fd)
+    except BaseException:  # noqa: BLE001 - a spare that cannot start is replaced by the server
+        os._exit(71)
+    if job is None:  # the server is gone or retired this spare
+        os._exit(0)
+    _serve(job, result_fd, ctx)
+
+
+def read_job(fd: int) -> dict | None:
+    """One length-prefixed JSON frame from a pipe (None at end of file)."""
+    head = _read_exactly(fd, 4)
+    if head is None:
+        return None
+    body = _read_exactly(fd, int.from_bytes(head, "big"))
+    return None if body is None else json.loads(body)
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    data = bytearray()
+    while len(data) < size:
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return bytes(data)
+
+
+def _serve(job: dict, result_fd: int, ctx: Context) -> None:  # pragma: no cover - in a child
+    try:
         watchdog = Watchdog(ctx.limits)
         watchdog.mark("harden")
         answer = _run(job, ctx, watchdog)
         answer["phases_ms"] = watchdog.phases
     except BaseException as exc:  # noqa: BLE001 - the child must always answer
         answer = _error("worker_crashed", f"{type(exc).__name__}: {exc}", ctx)
+    _answer(result_fd, answer)
+
+
+def _answer(result_fd: int, answer: dict) -> None:  # pragma: no cover - in a child
+    """Write the answer as one length-prefixed frame with this process's own resource use,
+    then exit: the server forwards a whole frame at once, without waiting for the exit."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    answer["peak_rss_bytes"] = int(usage.ru_maxrss) * 1024
+    answer["cpu_s"] = round(usage.ru_utime + usage.ru_stime, 4)
     data = json.dumps(answer, ensure_ascii=False).encode("utf-8", "replace")
-    view = memoryview(data)
+    view = memoryview(len(data).to_bytes(4, "big") + data)
     while view:
         view = view[os.write(result_fd, view) :]
     os._exit(0)

@@ -1,0 +1,66 @@
+"""Pre-forked workers: the next call's child is forked and hardened before its call exists.
+Isolation must be exactly that of a child forked per call: one fresh child per call, confined
+before it ever sees untrusted input, and a lost spare costs nothing but a direct fork."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import psutil
+import pytest
+
+from parquet_agent.tools import Tools
+from tests.tools.conftest import is_root
+
+
+def _idle_children(tools: Tools) -> list[psutil.Process]:
+    server = psutil.Process(tools._pool.server_pid)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        kids = [p for p in server.children() if p.status() != psutil.STATUS_ZOMBIE]
+        if kids:
+            return kids
+        time.sleep(0.01)
+    return []
+
+
+@pytest.fixture
+def fresh_tools(corpus_dir):
+    with Tools.open(corpus_dir, "sql+stream", cache="off") as t:
+        yield t
+
+
+def test_every_call_gets_its_own_child(fresh_tools):
+    workers = [fresh_tools.call("sql", query=f"SELECT {i}").worker_id for i in range(6)]
+    assert len(set(workers)) == 6 and all(w and w.startswith("w") for w in workers)
+
+
+def test_the_waiting_spare_is_already_confined(fresh_tools):
+    fresh_tools.call("sql", query="SELECT 1")
+    (spare,) = _idle_children(fresh_tools)
+    # /proc/PID/limits, not prlimit(2): a confined, non-dumpable child refuses the latter
+    with open(f"/proc/{spare.pid}/limits") as f:
+        soft = {line[:26].strip(): line[26:].split()[0] for line in f if line.startswith("Max")}
+    assert soft["Max file size"] == "0"
+    assert soft["Max address space"] == str(fresh_tools.limits.address_space_bytes)
+    assert soft["Max cpu time"] != "unlimited"
+    if is_root():
+        assert spare.uids().real == 65534 and spare.uids().effective == 65534
+    # the spare holds no standard input or output of the server: only its two pipes and files
+    fds = os.listdir(f"/proc/{spare.pid}/fd")
+    assert len(fds) <= 3 + 2 + len(fresh_tools.snapshot.files)
+
+
+def test_a_lost_spare_costs_only_a_direct_fork(fresh_tools):
+    fresh_tools.call("sql", query="SELECT 1")
+    (spare,) = _idle_children(fresh_tools)
+    os.kill(spare.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5  # dead: a zombie until the server reaps it at dispatch
+    while spare.is_running() and spare.status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    result = fresh_tools.call("sql", query="SELECT 42 AS answer")
+    assert result.ok and result.output["rows"] == [[42]]
+    assert result.worker_id != f"w{spare.pid}"
