@@ -1,9 +1,10 @@
 """The `parquet-agent corpus ...` subcommands.
 
-    corpus build --rows N --out DIR [--seed S]   synthetic corpus (+ questions, manifest), then index
+    corpus build --rows N --out DIR [--seed S] [--jobs J]   synthetic corpus (+ questions, manifest), then index
     corpus prepare SRC --out DIR                 rewrite any corpus into the tool-ready layout
     corpus index DIR                             build DIR/_index/ (locations + issuer headers)
     corpus verify DIR [--manifest FILE]          compare DIR with a manifest; say if tool-ready
+    corpus import SRC --out DIR                  real EDGAR filings -> a tool-ready corpus
 
 Each handler returns an exit status; designed errors (CorpusError, ...) propagate to cli.py,
 which prints them and exits 2. `verify` exits 1 when the folder differs from the manifest or is
@@ -21,7 +22,7 @@ def _build(args: argparse.Namespace) -> int:
     from parquet_agent.corpus.synthetic import build_corpus
 
     out = Path(args.out)
-    result = build_corpus(out, rows=args.rows, seed=args.seed)
+    result = build_corpus(out, rows=args.rows, seed=args.seed, jobs=args.jobs)
     print(result.summary())
     print(build_index(out).summary())
     return 0
@@ -68,6 +69,7 @@ def register(subparsers) -> None:
     p.add_argument("--rows", type=int, required=True, help="number of filing rows")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same files)")
+    p.add_argument("--jobs", type=int, help="worker processes (default: 2, or 1 below 20,000 rows)")
     p.set_defaults(handler=_build)
 
     p = sub.add_parser(
@@ -100,3 +102,7 @@ def register(subparsers) -> None:
         "--require-tool-ready", action="store_true", help="also exit 1 when the layout is not tool-ready"
     )
     p.set_defaults(handler=_verify)
+
+    from parquet_agent.corpus.importer.commands import register_import
+
+    register_import(sub)

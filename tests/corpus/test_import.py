@@ -4,7 +4,6 @@ the tool-ready output, and the issuer-header parser on the imported rows."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 from pathlib import Path
@@ -14,12 +13,10 @@ import pytest
 
 from parquet_agent.corpus.headers import parse_header
 from parquet_agent.corpus.importer import import_corpus
-from parquet_agent.corpus.importer.commands import register_import
 from parquet_agent.corpus.index import CorpusIndex
 from parquet_agent.corpus.layout import is_tool_ready
 from parquet_agent.corpus.manifest import read_corpus_manifest
 from parquet_agent.corpus.schema import validate_schema
-from parquet_agent.errors import UsageError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "import" / "filings"
 REALDATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "realdata"
@@ -160,14 +157,13 @@ def test_hidden_ixbrl_header_is_dropped_and_text_order_kept(imported):
 
 
 def test_cli_import_prints_the_summary_and_refuses_a_non_empty_folder(tmp_path, capsys):
-    parser = argparse.ArgumentParser()
-    register_import(parser.add_subparsers())
+    from parquet_agent.cli import main
+
     out = tmp_path / "c"
-    args = parser.parse_args(["import", str(FIXTURES / "sgml"), "--out", str(out)])
-    assert args.handler(args) == 0
+    assert main(["corpus", "import", str(FIXTURES / "sgml"), "--out", str(out)]) == 0
     assert "imported 1 filing(s)" in capsys.readouterr().out
-    with pytest.raises(UsageError, match="not an empty folder"):
-        args.handler(args)
+    assert main(["corpus", "import", str(FIXTURES / "sgml"), "--out", str(out)]) == 2
+    assert "not an empty folder" in capsys.readouterr().err
 
 
 def test_parallel_import_writes_the_same_rows(imported, tmp_path):
