@@ -114,14 +114,12 @@ class Experiment:
         scopes = _load_scopes(config, question_ids, snapshot)
         models = {spec.name: _build(spec, self.env) for spec in config.models}
         judge_model = build_judge_model(config.judge, self.env)
-        tools: dict[str, Any] = {
-            s: NoTools() if s == NO_TOOLS else Tools.open(
-                config.corpus, s, cache=config.limits.cache,
-                data_workers=config.limits.data_workers, snapshot=snapshot)
-            for s in config.strategies}
-        # the harness's own reads (cited spans for the judge) are never counted as agent calls
-        reader = tools.get("sql+stream") or Tools.open(config.corpus, "sql+stream",
-                                                        snapshot=snapshot)
+        # one sandbox for the whole grid: one fork server and one data-worker gate, so "one
+        # data tool at a time" holds across strategies; each strategy gets a view of it
+        reader = Tools.open(config.corpus, "sql+stream", cache=config.limits.cache,
+                            data_workers=config.limits.data_workers, snapshot=snapshot)
+        tools: dict[str, Any] = {s: NoTools() if s == NO_TOOLS else reader.for_strategy(s)
+                                 for s in config.strategies}
         try:
             hashes = _prompt_hashes(tools)
             if config.scope is not None:
@@ -137,9 +135,7 @@ class Experiment:
             finally:
                 run.close()
         finally:
-            for t in {*tools.values(), reader}:
-                if isinstance(t, Tools):
-                    t.close()
+            reader.close()
 
     def _open_run(self, config: ExperimentConfig, frozen: dict, run_dir: str | Path | None,
                   resume: bool) -> Run:

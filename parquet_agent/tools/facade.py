@@ -13,6 +13,7 @@ snapshot in this process: it reads no data.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
@@ -47,17 +48,12 @@ class Tools:
         limits: SandboxLimits,
         output_limits: OutputLimits,
     ):
-        if strategy not in STRATEGIES:
-            raise UsageError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
         if cache not in ("on", "off"):
             raise UsageError(f"cache must be 'on' or 'off', not {cache!r}")
-        self.strategy = strategy
+        self._offer(strategy)
         self.snapshot = snapshot
         self.limits = limits
         self.output_limits = output_limits
-        self._names = STRATEGIES[strategy]
-        self._checks = {name: ArgumentCheck(ALL_TOOLS[name]) for name in self._names}
-        self._specs = tuple(tool_spec(ALL_TOOLS[name]) for name in self._names)
         self.cache = ResultCache(enabled=cache == "on")
         self.index_status, index_path, headers_path = _find_index(corpus_dir, snapshot)
         root = os.geteuid() == 0
@@ -113,6 +109,25 @@ class Tools:
     def call(self, name: str, **arguments: Any) -> ToolResult:
         return self.call_raw(name, arguments)
 
+    def for_strategy(self, strategy: str) -> Tools:
+        """The same sandbox, cache and data-worker gate, offering `strategy`'s tools.
+
+        An experiment opens one `Tools` and takes a view per strategy, so one fork server serves
+        every case and "one data tool at a time" holds across strategies. Closing a view does
+        nothing; close the `Tools` it came from."""
+        view = copy.copy(self)
+        view._offer(strategy)
+        view._finalizer = lambda: None  # the pool belongs to the Tools the view came from
+        return view
+
+    def _offer(self, strategy: str) -> None:
+        if strategy not in STRATEGIES:
+            raise UsageError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
+        self.strategy = strategy
+        self._names = STRATEGIES[strategy]
+        self._checks = {name: ArgumentCheck(ALL_TOOLS[name]) for name in self._names}
+        self._specs = tuple(tool_spec(ALL_TOOLS[name]) for name in self._names)
+
     def scoped(self, file_stems: Iterable[str]) -> ScopedTools:
         """A view of these tools that sees only `file_stems` (one question's filings), sharing
         this instance's workers and cache. See `ScopedTools`."""
@@ -158,7 +173,9 @@ class Tools:
             stem = args.get("file_stem")
             if stem is not None and stem not in scope:
                 return error_result(name, args, "validation", _outside_scope(stem, scope))
-        key = cache_key(name, args, self.snapshot.snapshot_id, TOOL_VERSION,
+        # describe_corpus lists the strategy's tools: its answer differs per strategy view
+        key_args = {**args, "_strategy": self.strategy} if name == "describe_corpus" else args
+        key = cache_key(name, key_args, self.snapshot.snapshot_id, TOOL_VERSION,
                         sorted(scope) if scope is not None else None)
         hit = self.cache.get(key)
         if hit is not None:

@@ -70,3 +70,14 @@ def test_scoped_answers_never_come_from_the_unscoped_cache(tools, stems):
 def test_an_empty_scope_is_a_usage_error(tools):
     with pytest.raises(UsageError):
         tools.scoped([])
+
+
+def test_a_strategy_view_shares_the_sandbox_but_offers_its_own_tools(tools):
+    view = tools.for_strategy("sql")
+    assert [s.name for s in view.specs()] == ["describe_corpus", "sql"]
+    assert view.call("read_filing", file_stem="x").error.kind == "unknown_tool"
+    assert view.call("describe_corpus").output["tools"] == ["describe_corpus", "sql"]
+    assert len(tools.call("describe_corpus").output["tools"]) == 4  # not the view's cached one
+    assert view._pool is tools._pool  # one fork server, one data-worker gate
+    view.close()  # a view does not own the sandbox
+    assert tools.call("sql", query="SELECT 7").output["rows"] == [[7]]
