@@ -24,7 +24,6 @@ no inference call that already succeeded is paid for twice.
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 

@@ -26,16 +26,13 @@ from typing import Any
 
 from parquet_agent.errors import ModelCallError
 from parquet_agent.models.protocol import (
-    AssistantMessage,
     Attempt,
     GenerationSettings,
     Model,
     ModelRequest,
     ModelResult,
     RawSink,
-    Reply,
     SystemMessage,
-    Usage,
     UserMessage,
 )
 

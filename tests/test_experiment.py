@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from parquet_agent.errors import ResumeRefusedError, SnapshotChangedError
+from parquet_agent.errors import ResumeRefusedError, SnapshotChangedError, StaleIndexError
 from parquet_agent.experiment import Experiment
 from parquet_agent.experiment_commands import demo_config
 from parquet_agent.experiment_config import ExperimentConfig
@@ -114,13 +114,27 @@ def test_resume_refuses_a_changed_config_naming_the_change(corpus, tmp_path):
                 tmp_path / "runs" / "r", resume=True)
 
 
-def test_a_changed_corpus_file_stops_the_run(tmp_path):
+def test_a_corpus_file_changed_during_the_run_stops_it(tmp_path):
+    import pyarrow.parquet as pq
+
     corpus = make_harness_corpus(tmp_path / "corpus")
     config = demo_config(corpus, tmp_path / "runs")
-    Experiment(config, progress=False).run()
-    data = (corpus / "2025-02.parquet").read_bytes()
-    (corpus / "2025-02.parquet").write_bytes(data[:-8] + b"tampered")
-    with pytest.raises(Exception, match="2025-02.parquet"):
+
+    class Rewritten(Experiment):
+        """Rewrites a snapshotted file (valid Parquet, one row fewer) after preflight."""
+
+        def _health_checks(self, *args):
+            super()._health_checks(*args)
+            path = corpus / "2025-02.parquet"
+            table = pq.read_table(path)
+            pq.write_table(table.slice(1), path)
+
+    with pytest.raises(SnapshotChangedError, match="2025-02.parquet"):
+        Rewritten(config, progress=False).run(tmp_path / "runs" / "r")
+    finished = [e.data for e in RunStore(tmp_path / "runs").open("r").run_events()
+                if e.event == "run_finished"]
+    assert finished[-1]["status"] == "error"  # recorded, not lost
+    with pytest.raises(StaleIndexError, match="rebuild it"):  # no new run on the stale index
         Experiment(config, progress=False).run()
 
 
