@@ -167,3 +167,15 @@ def test_cli_builds_a_small_pack_and_rejects_a_wrong_source(tmp_path, capsys):
                              "--out", str(tmp_path / "p2")])
     with pytest.raises(UsageError, match="not a FinanceBench checkout"):
         bad.handler(bad)
+
+
+def test_filings_are_found_by_the_registrants_legal_name(pack):
+    from parquet_agent.tools import Tools
+
+    _, out = pack
+    with Tools.open(out / "corpus", "sql+stream") as tools:
+        costco = tools.call("search_headers", query="Costco Wholesale").output
+        square = tools.call("search_headers", query="Square").output
+    assert costco["total"] >= 1
+    assert {r["company"] for r in costco["results"]} == {"Costco Wholesale Corporation"}
+    assert square["total"] >= 1  # Square, Inc.'s 10-Ks, not FinanceBench's later label "Block"

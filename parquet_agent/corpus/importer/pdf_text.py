@@ -17,6 +17,7 @@ import json
 import re
 from pathlib import Path
 
+from parquet_agent.corpus.headers import parse_header
 from parquet_agent.corpus.importer.records import Converted, Fact, normalize_cik, parse_date, put
 
 PAGE_MARKER = re.compile(r"^<!-- page (\d+) -->$", re.M)
@@ -67,7 +68,15 @@ def read_page_marked(raw: bytes, source: str, meta: dict | None) -> Converted:
             f"{src} (accession_source: {meta.get('accession_source')})")
         put(facts, "cik", normalize_cik(meta.get("cik")),
             f"{src} (cik_source: {meta.get('cik_source')})")
-        put(facts, "company", meta.get("company"), src)
+        # The registrant's own name from its cover page, not FinanceBench's short label
+        # ("COSTCO" for Costco Wholesale Corporation; "Block" on Square, Inc.'s older 10-Ks):
+        # search_headers must find a filing by its legal name.
+        cover = parse_header(text).company
+        put(facts, "company", cover, "the filing's cover page (parse_header)")
+        if cover is None and meta.get("company"):
+            put(facts, "company", meta.get("company"), f"{src} (short label)")
+            notes.append("no company name on the cover page (an earnings release or a logo-only "
+                         "cover): the header uses FinanceBench's short company label")
         doc_type = str(meta.get("doc_type") or "")
         if doc_type in _FORMS:
             put(facts, "form", _FORMS[doc_type], f"{src} (doc_type {doc_type})")
