@@ -311,7 +311,7 @@ class _CaseLoop:
 
     def _run_tools(self, calls: tuple[ToolCall, ...]) -> None:
         for call in calls:
-            event = self.saved_tools.get(call.id) or self._execute(call)
+            event = self.saved_tools.get((self.turn, call.id)) or self._execute(call)
             self._count_tool(event)
             self.evidence.append(event)
             self.messages.append(ToolMessage(call.id, call.name, event.model_text))
@@ -345,7 +345,7 @@ class _CaseLoop:
     def _count_tool(self, event: ToolCallEvent) -> None:
         c = self.counts
         c["processed"] += 1
-        if event.budgeted and event.call_id in self.saved_tools:
+        if event.budgeted and (event.turn, event.call_id) in self.saved_tools:
             c["budgeted_attempts"] += 1  # replayed: counted now, as when it first ran
         if event.dispatched:
             c["dispatched"] += 1

@@ -121,13 +121,12 @@ class Experiment:
         tools: dict[str, Any] = {s: NoTools() if s == NO_TOOLS else reader.for_strategy(s)
                                  for s in config.strategies}
         try:
-            hashes = _prompt_hashes(tools)
-            if config.scope is not None:
-                hashes["scope"] = "sha256:" + hashlib.sha256(config.scope.read_bytes()).hexdigest()
+            hashes = _prompt_hashes(tools) | _input_hashes(config)
             frozen = freeze(
                 config, question_ids=question_ids, corpus_snapshot=snapshot.to_json(),
                 prompt_hashes=hashes,
-                sandbox_mode=reader.sandbox_mode)
+                # the mode that ran and why (e.g. no delegated cgroup v2 controllers here)
+                sandbox_mode=f"{reader.sandbox_mode}; cgroup {reader.sandbox_info()['cgroup']}")
             run = self._open_run(config, frozen, run_dir, resume)
             try:
                 return self._execute(run, config, questions, question_ids, snapshot, models,
@@ -169,10 +168,11 @@ class Experiment:
         memory.start()
         status = "finished"
         try:
-            self._health_checks(run, session, models, judge_model)
             done = run.completed_cases()
             grid = [(q, m, s) for q in question_ids for m in models for s in config.strategies]
             todo = [g for g in grid if case_id(*g) not in done]
+            if todo:  # a resume of a finished run makes no inference call at all
+                self._health_checks(run, session, models, judge_model)
             progress = Progress(total=len(grid), done=len(grid) - len(todo),
                                 enabled=self.progress)
             drift = _DriftWatch(snapshot, Path(config.corpus), run_journal)
@@ -203,17 +203,19 @@ class Experiment:
                         f.cancel()
                     raise
             progress.close()
-        except SnapshotChangedError:
-            status = "error"
-            raise
         except KeyboardInterrupt:
             status = "interrupted"
+            raise
+        except BaseException:  # SnapshotChangedError and any other stop
+            status = "error"
             raise
         finally:
             memory.stop()
             run_journal.append(RunFinished(
                 session=session, wall_ms=round((time.perf_counter() - started) * 1000, 1),
                 peak_rss_bytes=memory.peak, status=status))
+            if status != "finished":  # what happened so far, unfinished cases marked as such
+                _export_quietly(run.dir)
         _export_if_available(run.dir)
         return RunStore(run.dir.parent).open(run.dir)
 
@@ -366,6 +368,21 @@ def _checked_snapshot(corpus: Path) -> CorpusSnapshot:
     return snapshot
 
 
+def _input_hashes(config: ExperimentConfig) -> dict[str, str]:
+    """Content hashes of the input files whose change would change results: the questions
+    (texts and references, not only their ids), the scope file and scripted models' scripts."""
+    def h(path: Path) -> str:
+        return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+    hashes = {"questions": h(config.questions)}
+    if config.scope is not None:
+        hashes["scope"] = h(config.scope)
+    for spec in (*config.models, config.judge):
+        if spec.script:
+            hashes[f"script:{spec.name}"] = h(spec.script)
+    return hashes
+
+
 def _prompt_hashes(tools: dict[str, Any]) -> dict[str, str]:
     def h(text: str) -> str:
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
@@ -440,6 +457,17 @@ def _pss(proc: psutil.Process) -> int:
         return proc.memory_full_info().pss
     except (AttributeError, psutil.AccessDenied):
         return proc.memory_info().rss
+
+
+def _export_quietly(run_dir: Path) -> None:
+    """Export a run that stopped early without hiding why it stopped."""
+    import sys
+
+    try:
+        _export_if_available(run_dir)
+    except Exception as exc:  # noqa: BLE001 - the original error is what the caller must see
+        print(f"exports of {run_dir} were not rebuilt ({exc}); run `parquet-agent export "
+              f"{run_dir}` after fixing it", file=sys.stderr)
 
 
 def _export_if_available(run_dir: Path) -> None:

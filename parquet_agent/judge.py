@@ -215,29 +215,40 @@ def _received_text(tool_evidence: tuple[dict[str, Any], ...]) -> str:
     return "\n".join(_squash(t) for item in tool_evidence for t in _strings(item.get("output")))
 
 
-def numbers(text: str | None) -> list[float]:
-    """Absolute values of the numbers in `text`, scaled by a unit word that follows them
-    (signs are ignored: a reference "(1,234)" and an answer "-1,234" state the same figure)."""
+def numbers(text: str | None, *, scaled: bool = True) -> list[float]:
+    """Absolute values of the numbers in `text`, times the unit word that follows each
+    (`scaled`), or as written. Signs are ignored: a reference "(1,234)" and an answer "-1,234"
+    state the same figure."""
     values = []
     for m in _NUMBER.finditer(text or ""):
         value = float(m.group("num").replace(",", ""))
-        values.append(value * _SCALE.get((m.group("unit") or "").lower(), 1.0))
+        if scaled:
+            value *= _SCALE.get((m.group("unit") or "").lower(), 1.0)
+        values.append(value)
     return values
 
 
+def _figures(text: str | None) -> set[float]:
+    """A text's numbers both as written and scaled by their unit words, citations removed
+    (a citation's character offsets are not figures)."""
+    text = _CITATION.sub(" ", text or "")
+    return set(numbers(text)) | set(numbers(text, scaled=False))
+
+
 def _numeric_match(candidate: str | None, reference: str) -> bool | None:
-    """True/False when the reference is numeric; None when it has no number to match."""
-    ref = [v for v in numbers(reference) if not 1900 <= v <= 2100]  # years are not answers
+    """True/False when the reference states a figure; None when it has none to match.
+
+    The reference's first figure (not a year) must appear in the answer within the tolerance,
+    as written ("813" for "$813 million") or in other units that the answer names ("$0.81
+    billion"); no blind rescaling, so unrelated numbers do not match by accident."""
+    ref = [(s, w) for s, w in zip(numbers(_CITATION.sub(" ", reference)),
+                                  numbers(_CITATION.sub(" ", reference), scaled=False))
+           if not 1900 <= w <= 2100]  # years are not answers
     if not ref:
         return None
-    cand = numbers(candidate)
-    target = ref[0]
-    for value in cand:
-        for scale in (1.0, 1e3, 1e6, 1e9, 1e-3, 1e-6, 1e-9):  # same figure, other units
-            v = value * scale
-            if abs(v - target) <= NUMERIC_TOLERANCE * max(target, 1e-9):
-                return True
-    return False
+    targets = set(ref[0])
+    return any(abs(value - target) <= NUMERIC_TOLERANCE * max(target, 1e-9)
+               for value in _figures(candidate) for target in targets)
 
 
 _NOT_FOUND = re.compile(r"\b(not (?:be )?(?:found|present|contain|available|answer)|no (?:such|"

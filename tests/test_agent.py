@@ -141,3 +141,31 @@ def test_unknown_tool_and_bad_arguments_are_values_the_model_sees(corpus, tools,
     kinds = [e.error_kind for e in outcome.evidence]
     assert kinds == ["unknown_tool", "validation", "validation"]
     assert outcome.counts.errors == 3 and outcome.status == "complete"
+
+
+def test_replay_keeps_each_turns_results_when_call_ids_repeat(corpus, tools, run):
+    # scripted dict items (and Gemini replies without ids) reuse "call_0" on every turn
+    script = [{"tool_calls": [{"name": "sql", "arguments": {"query": "SELECT 'first' AS x"}}]},
+              {"tool_calls": [{"name": "sql", "arguments": {"query": "SELECT 'second' AS x"}}]},
+              "done"]
+    cid = "Q001__s__sql+stream"
+    first = Agent(ScriptedModel(script), tools).run(_question(corpus), case_id=cid,
+                                                    sink=run.raw, journal=run.journal(cid))
+    replayed = Agent(ScriptedModel([]), tools).run(_question(corpus), case_id=cid, sink=run.raw,
+                                                   replay=run.replay(cid))
+    texts = [m.content for m in replayed.messages if isinstance(m, ToolMessage)]
+    assert "first" in texts[0] and "second" in texts[1]
+    assert replayed.messages == first.messages
+
+
+def test_token_cap_stops_the_case_without_another_request(corpus, tools, run):
+    from parquet_agent.models.protocol import AssistantMessage, Reply, Usage
+
+    call = ToolCall("c1", "sql", {"query": "SELECT 1"})
+    costly = Reply(None, (call,), "tool_calls", "r1", "m", "scripted", Usage(900, 200),
+                   AssistantMessage(None, (call,)))
+    model = ScriptedModel([costly, "never asked"])
+    outcome = Agent(model, tools, limits=AgentLimits(max_tokens=1000)).run(
+        _question(corpus), case_id="Q001__s__sql+stream", sink=run.raw)
+    assert outcome.status == "incomplete" and "token cap" in outcome.reason
+    assert len(model.requests) == 1 and outcome.answer is None

@@ -99,7 +99,7 @@ def test_resume_after_completion_makes_no_inference_call(corpus, tmp_path):
         assert set(run.cases_df()["status"]) == {"complete"}
         again = Experiment.from_toml(config, env=env, progress=False).run(
             tmp_path / "runs" / "r", resume=True)
-        assert len(server.model_calls()) == first + 1  # only the new session's health check
+        assert len(server.model_calls()) == first  # not even a health check
         assert again.cases_df()["cost_usd"].sum() == pytest.approx(6 * 0.0005)
 
 
@@ -134,6 +134,8 @@ def test_a_corpus_file_changed_during_the_run_stops_it(tmp_path):
     finished = [e.data for e in RunStore(tmp_path / "runs").open("r").run_events()
                 if e.event == "run_finished"]
     assert finished[-1]["status"] == "error"  # recorded, not lost
+    index = json.loads((tmp_path / "runs" / "r" / "cases-index.json").read_text())
+    assert {row["status"] for row in index["cases"]} == {"incomplete"}  # exported as they are
     with pytest.raises(StaleIndexError, match="rebuild it"):  # no new run on the stale index
         Experiment(config, progress=False).run()
 

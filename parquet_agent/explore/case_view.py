@@ -27,6 +27,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
+from parquet_agent.report.case_record import TOOL_COUNT_FIELDS
+
 SECTION_TITLES = (
     "Question, reference, model, status, answer",
     "Tool counts, rounds, attempts, cost, timing",
@@ -121,7 +123,10 @@ def _sec1(c: dict[str, Any]) -> str:
 
 
 def _sec2(c: dict[str, Any]) -> str:
-    counts = list((c.get("tool_counts") or {}).items())
+    tool_counts = c.get("tool_counts") or {}
+    # the contract's order (DESIGN.md), as the report shows them; any extra fields after
+    counts = [(f, tool_counts[f]) for f in TOOL_COUNT_FIELDS if f in tool_counts]
+    counts += [(k, v) for k, v in tool_counts.items() if k not in TOOL_COUNT_FIELDS]
     counts.append(("(counts from)", c.get("tool_counts_source")))
     tokens, cost, timing = c.get("tokens") or {}, c.get("cost") or {}, c.get("timing") or {}
     usd = cost.get("usd")

@@ -47,13 +47,14 @@ class AnthropicMessagesModel(HttpModel):
         return [m.id for m in self.client.models.list().data]
 
     def _sent_settings(self, settings: GenerationSettings) -> SentSettings:
-        notes = []
-        temperature: float | str | None = None
-        if settings.temperature is not None:
+        sent = self._table_settings(settings)
+        notes = list(sent.notes)
+        temperature: float | str | None = sent.temperature
+        if temperature not in (None, NOT_SUPPORTED):
             temperature = NOT_SUPPORTED
             notes.append(f"temperature {settings.temperature} not sent: anthropic "
                          f"{anthropic.__version__} messages.create takes no temperature")
-        return SentSettings(temperature, settings.reasoning_effort, settings.max_output_tokens,
+        return SentSettings(temperature, sent.reasoning_effort, sent.max_output_tokens,
                             tuple(notes))
 
     def wire_messages(self, request: ModelRequest) -> tuple[str | None, list[dict[str, Any]]]:

@@ -73,8 +73,11 @@ def run_preflight(args: argparse.Namespace) -> int:
             entry.update(ok=False, error=str(exc))
         usd = [a.cost.usd for a in attempts]
         entry["attempts"] = [asdict(a) for a in attempts]
-        entry["cost_usd"] = sum(u for u in usd if u is not None)
-        entry["attempts_without_cost"] = sum(1 for u in usd if u is None)
+        known = [u for u in usd if u is not None]
+        # an unknown cost stays unknown: null, never a sum that reads as $0
+        entry["cost_usd"] = sum(known) if len(known) == len(usd) and usd else None
+        entry["cost_usd_known"] = sum(known)
+        entry["attempts_without_cost"] = len(usd) - len(known)
         failures += 0 if entry["ok"] else 1
         report.append(entry)
         _print_entry(entry, attempts)

@@ -55,13 +55,14 @@ class GeminiModel(HttpModel):
         return [m.name for m in pager.page]
 
     def _sent_settings(self, settings: GenerationSettings) -> SentSettings:
-        notes = []
-        effort = settings.reasoning_effort
-        if effort is not None and effort.lower() not in _LEVELS:
+        sent = self._table_settings(settings)  # gemini-2.5-*: thinking budgets, not levels
+        notes = list(sent.notes)
+        effort = sent.reasoning_effort
+        if effort not in (None, NOT_SUPPORTED) and effort.lower() not in _LEVELS:
             notes.append(f"reasoning_effort {effort!r} not sent: Gemini thinking levels are "
                          f"{sorted(_LEVELS)}")
             effort = NOT_SUPPORTED
-        return SentSettings(settings.temperature, effort, settings.max_output_tokens, tuple(notes))
+        return SentSettings(sent.temperature, effort, sent.max_output_tokens, tuple(notes))
 
     def wire_contents(self, request: ModelRequest) -> tuple[str | None, list[types.Content]]:
         system = [m.text for m in request.messages if isinstance(m, SystemMessage)]

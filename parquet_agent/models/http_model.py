@@ -108,6 +108,22 @@ class HttpModel:
     def _sent_settings(self, settings: GenerationSettings) -> SentSettings:
         raise NotImplementedError
 
+    def _table_settings(self, settings: GenerationSettings) -> SentSettings:
+        """Temperature and reasoning effort as the price table says this model takes them
+        (`false` there: not sent, recorded as "not supported"); adapters add their own limits."""
+        price = self.prices.lookup(self.model)
+        temperature: float | str | None = settings.temperature
+        effort: str | None = settings.reasoning_effort
+        notes = []
+        if temperature is not None and price is not None and not price.temperature:
+            temperature = NOT_SUPPORTED
+            notes.append(f"temperature {settings.temperature} not sent: {self.model} takes none")
+        if effort is not None and price is not None and not price.reasoning_effort:
+            effort = NOT_SUPPORTED
+            notes.append(f"reasoning_effort {settings.reasoning_effort!r} not sent: {self.model} "
+                         "takes none")
+        return SentSettings(temperature, effort, settings.max_output_tokens, tuple(notes))
+
     def _provider_identity(self, named: str | None) -> str:
         if named:
             return named

@@ -86,18 +86,7 @@ class OpenAIChatModel(HttpModel):
         return out
 
     def _sent_settings(self, settings: GenerationSettings) -> SentSettings:
-        price = self.prices.lookup(self.model)
-        temperature: float | str | None = settings.temperature
-        notes = []
-        if temperature is not None and price is not None and not price.temperature:
-            temperature = NOT_SUPPORTED
-            notes.append(f"temperature {settings.temperature} not sent: {self.model} takes none")
-        effort = settings.reasoning_effort
-        if effort is not None and price is not None and not price.reasoning_effort:
-            effort = NOT_SUPPORTED
-            notes.append(f"reasoning_effort {settings.reasoning_effort!r} not sent: {self.model} "
-                         "takes none")
-        return SentSettings(temperature, effort, settings.max_output_tokens, tuple(notes))
+        return self._table_settings(settings)
 
     def wire_messages(self, request: ModelRequest) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

@@ -103,7 +103,10 @@ def retry_after(exchange: Exchange) -> float | None:
         try:
             return float(value)
         except ValueError:
-            parsed = email.utils.parsedate_to_datetime(value) if value else None
+            try:
+                parsed = email.utils.parsedate_to_datetime(value) if value else None
+            except (TypeError, ValueError):  # e.g. "soon": no usable hint, back off as usual
+                parsed = None
             if parsed is not None:
                 return max(0.0, parsed.timestamp() - time.time())
     if exchange.body and b"retryDelay" in exchange.body:

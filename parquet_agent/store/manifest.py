@@ -35,11 +35,16 @@ FROZEN_FIELDS = ("question_ids", "corpus_snapshot", "code_hash", "prompt_hashes"
                  "package_versions", "sandbox_mode")
 
 
+CODE_SUFFIXES = (".py", ".json", ".js", ".css", ".html", ".toml")  # code and package data
+
+
 def code_hash(package_dir: str | Path | None = None) -> str:
-    """`b2:` over the package's `.py` files: sorted relative paths and contents, nothing else."""
+    """`b2:` over the package's code and data files (`.py` and the price table, report assets,
+    ...): sorted relative paths and contents, nothing else."""
     root = Path(package_dir) if package_dir else Path(__file__).resolve().parents[1]
     h = hashlib.blake2b(digest_size=32)
-    for path in sorted(root.rglob("*.py"), key=lambda p: p.relative_to(root).as_posix()):
+    files = (p for p in root.rglob("*") if p.is_file() and p.suffix in CODE_SUFFIXES)
+    for path in sorted(files, key=lambda p: p.relative_to(root).as_posix()):
         rel = path.relative_to(root).as_posix()
         if "__pycache__" in rel:
             continue

@@ -64,7 +64,9 @@ class CaseReplay:
     case_id: str
     started: CaseStarted | None
     turns: tuple[ModelTurn, ...]  # successful answer turns, by turn number (last one wins)
-    tool_results: dict[str, ToolCallEvent]  # by call_id
+    # by (turn, call_id): providers may reuse a call id on a later turn (Gemini without ids,
+    # scripted models), and a resume must give each turn back its own results
+    tool_results: dict[tuple[int, str], ToolCallEvent]
     judgment: Judgment | None  # the latest
     finished: CaseFinished | None
     sessions: int  # how many times the case was started
@@ -268,7 +270,7 @@ class Run:
         """The saved state of one case: see `CaseReplay`."""
         started, finished, judgment = None, None, None
         turns: dict[int, ModelTurn] = {}
-        tools: dict[str, ToolCallEvent] = {}
+        tools: dict[tuple[int, str], ToolCallEvent] = {}
         sessions = 0
         for event in self.case_events(case_id):
             if event.event == "case_started":
@@ -279,7 +281,7 @@ class Run:
                 turns[turn.turn] = turn
             elif event.event == "tool_call":
                 call = event.payload()
-                tools[call.call_id] = call
+                tools[(call.turn, call.call_id)] = call
             elif event.event == "judgment":
                 judgment = event.payload()
             elif event.event == "case_finished":

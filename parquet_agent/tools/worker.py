@@ -341,6 +341,7 @@ def _read_filing(
 
 
 _MAX_MATCHES_COUNTED = 10_000
+_MAX_STARTS_PER_WINDOW = 20
 
 
 def _windows(text: str, base: dict, start: int, max_chars: int, pattern: str) -> tuple[Any, Any]:
@@ -377,6 +378,10 @@ def _windows(text: str, base: dict, start: int, max_chars: int, pattern: str) ->
         used += w_end - w_start
     for window in windows:
         window["text"] = text[window["start"] : window["end"]]
+        starts = window["match_starts"]
+        if len(starts) > _MAX_STARTS_PER_WINDOW:  # a common pattern must not blow the output up
+            window["match_starts"] = starts[:_MAX_STARTS_PER_WINDOW]
+            window["more_match_starts"] = len(starts) - _MAX_STARTS_PER_WINDOW
     out = {
         **base,
         "pattern": pattern,

@@ -70,8 +70,10 @@ def test_tool_call_round_trip_then_final_answer(provider, server_for, sink, tmp_
 
 
 def test_temperature_and_effort_recorded_as_sent(provider, server_for, sink):
+    # Gemini 3 takes thinking levels; gemini-2.5-* (thinking budgets) is checked below
+    extra = {"model": "gemini-3-flash-preview"} if provider == "google" else {}
     with server_for([FakeReply(text="ok")]) as server:
-        model = make_model(provider, server, temperature=0.3, reasoning_effort="low")
+        model = make_model(provider, server, temperature=0.3, reasoning_effort="low", **extra)
         result = model.complete(ask(tools=()), sink)
         body = json.loads(server.model_calls()[0].body)
     (a,) = result.attempts
@@ -89,6 +91,17 @@ def test_temperature_and_effort_recorded_as_sent(provider, server_for, sink):
         # google-genai 3.6.1 sends some nested keys in snake_case (see provider-wire notes)
         assert thinking.get("thinkingLevel", thinking.get("thinking_level")) == "LOW"
     assert a.reasoning_effort == "low"
+
+
+def test_effort_is_not_sent_to_a_model_the_price_table_says_takes_none(sink):
+    from parquet_agent.models.fakes import gemini_server
+
+    with gemini_server([FakeReply(text="ok")]) as server:
+        model = make_model("google", server, model="gemini-2.5-flash", reasoning_effort="low")
+        (a,) = model.complete(ask(tools=()), sink).attempts
+        body = json.loads(server.model_calls()[0].body)
+    assert a.reasoning_effort == "not supported" and "thinkingConfig" not in str(body)
+    assert any("reasoning_effort" in n for n in a.notes)
 
 
 def test_request_settings_override_configured_defaults(server_for, provider, sink):

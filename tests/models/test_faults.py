@@ -56,6 +56,12 @@ def test_retry_after_is_honoured_with_a_cap(provider, server_for, sink):
     assert 290 <= result.attempts[1].queue_ms <= 400  # waited the cap, not 30 s
 
 
+def test_an_unreadable_retry_after_is_no_hint_not_a_crash(provider, server_for, sink):
+    with server_for([http_error(429, retry_after="soon"), FakeReply(text="ok")]) as server:
+        result = make_model(provider, server, retry=FAST).complete(ask(), sink)
+    assert result.reply.text == "ok" and [a.http_status for a in result.attempts] == [429, 200]
+
+
 @pytest.mark.parametrize("status", [400, 401, 404])
 def test_client_error_fails_fast(status, provider, server_for, sink):
     with server_for([http_error(status), FakeReply(text="never sent")]) as server:

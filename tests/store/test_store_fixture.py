@@ -24,7 +24,7 @@ def test_format_1_run_reads_verifies_and_replays():
     assert run.completed_cases() == {"Q001__flash__sql"}
     replay = run.replay("Q002__flash__sql")
     assert [t.turn for t in replay.turns] == [1, 2] and not replay.done
-    assert replay.tool_results["c2"].model_text == "rows " * 400  # offloaded, resolved
+    assert replay.tool_results[(2, "c2")].model_text == "rows " * 400  # offloaded, resolved
     cases = run.cases_df().set_index("case_id")
     assert cases.loc["Q001__flash__sql", "correctness"] == 75.0
     assert cases.loc["Q002__flash__sql", "status"] == "unfinished"

@@ -139,7 +139,7 @@ def test_replay_gives_saved_turns_and_tool_results(tmp_path):
     first = reply_from_dict(replay.turns[0].reply)
     assert first == make_reply(calls=[("sql", {"query": "SELECT 1"})])
     assert first.message.provider_data == {"google": {"sig": "abc"}}
-    assert replay.tool_results["call_0"].model_text == "[[1]]"
+    assert replay.tool_results[(1, "call_0")].model_text == "[[1]]"
     assert run.read_raw(replay.turns[1].request_path) == b'{"turn":2}'
     run.close()
     # a resumed session appends to the same journal, seq continuing
@@ -255,7 +255,7 @@ def test_large_tool_texts_are_offloaded_and_finished_journals_sealed(tmp_path):
     on_disk = [json.loads(line) for line in j.path.read_text().splitlines()]
     assert on_disk[1]["model_text"] is None and on_disk[1]["offloaded"].startswith("raw/Q001")
     assert on_disk[2]["model_text"] == "short" and on_disk[2]["offloaded"] is None
-    assert run.replay(case).tool_results["call/1"].model_text == text
+    assert run.replay(case).tool_results[(1, "call/1")].model_text == text
     assert run.case_events(case)[1].data["output"] == {"rows": list(range(10))}
 
     j.append(CaseFinished(status="complete", answer="x"))

@@ -125,6 +125,14 @@ def test_read_filing_pattern_windows_paginate(tools):
     assert none["matches_total"] == 0 and none["windows"] == [] and none["next_start"] is None
 
 
+def test_a_common_pattern_keeps_the_output_bounded(tools):
+    out = tools.call("read_filing", file_stem=stem(20), pattern=" ", max_chars=4000).output
+    assert out["matches_total"] > 100
+    assert all(len(w["match_starts"]) <= 20 for w in out["windows"])
+    assert sum(w.get("more_match_starts", 0) for w in out["windows"]) > 0  # says what it cut
+    assert len(json.dumps(out)) < 4000 * 2 + 2000
+
+
 def test_search_headers_by_company_cik_form_and_date(tools):
     result = tools.call("search_headers", query="Contoso Mining", page_size=5)
     assert result.ok
