@@ -96,6 +96,9 @@ def test_resume_after_completion_makes_no_inference_call(corpus, tmp_path):
         run = Experiment.from_toml(config, env=env, progress=False).run(tmp_path / "runs" / "r")
         first = len(server.model_calls())
         assert first == 1 + 6 * 2  # one health check, two turns per case
+        # canary scan over the wire: no answer-model request carries a reference
+        answers = [r.body for r in server.model_calls() if b"Reply with the single word" not in r.body]
+        assert len(answers) == 12 and not any(CANARY.encode() in body for body in answers)
         assert set(run.cases_df()["status"]) == {"complete"}
         again = Experiment.from_toml(config, env=env, progress=False).run(
             tmp_path / "runs" / "r", resume=True)

@@ -92,12 +92,15 @@ def case_json(record: dict[str, Any]) -> str:
 
 
 def exporter_version() -> str:
-    """`b2:` over this package's source and assets: changes whenever the exporter does."""
-    root = Path(__file__).resolve().parent
+    """`b2:` over the report package and the store readers it builds records with (source and
+    assets): changes whenever what an export says could change."""
+    package = Path(__file__).resolve().parent.parent
     h = hashlib.blake2b(digest_size=16)
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                       and p.suffix in (".py", ".js", ".css", ".html")):
-        rel = path.relative_to(root).as_posix()
+    files = [p for folder in ("report", "store") for p in (package / folder).rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts
+             and p.suffix in (".py", ".js", ".css", ".html")]
+    for path in sorted(files, key=lambda p: p.relative_to(package).as_posix()):
+        rel = path.relative_to(package).as_posix()
         data = path.read_bytes()
         h.update(f"{len(rel)}:{rel}:{len(data)}:".encode())
         h.update(data)
