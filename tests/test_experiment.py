@@ -204,6 +204,12 @@ def test_kill_9_at_any_point_then_resume_finishes_without_paying_twice(corpus, t
     calls = len(server.model_calls())
     # health checks + journaled turns + at most one redone in-flight turn per kill
     assert sessions + 12 <= calls <= sessions + 12 + kills
+    # every request that reached the server is in the ledger: a recorded attempt, or one the
+    # kill interrupted (cost unknown, never 0)
+    ledger = run.ledger()
+    interrupted = ledger[ledger["outcome"] == "interrupted"]
+    assert calls - sessions - 12 <= len(interrupted) <= kills
+    assert interrupted["cost_usd"].isna().all() and not interrupted["cost_known"].any()
     verify = run.verify()
     assert verify.ok, str(verify)
 

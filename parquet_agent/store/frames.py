@@ -18,12 +18,15 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from parquet_agent.stats import bootstrap_ci, percentile
+from parquet_agent.errors import RunError
+from parquet_agent.store.blobs import RawStore
 from parquet_agent.store.journal import RUN_JOURNAL
 
 if TYPE_CHECKING:
@@ -77,8 +80,31 @@ LEDGER_COLUMNS = ["run_id", "case_id", "label", "purpose", "category", "number",
                   "input_tokens", "output_tokens"]
 
 
+_REQUEST = re.compile(r"^raw/(?P<label>.+)\.attempt-(?P<number>\d+)\.request\.json(~\d+)?$")
+
+
 def ledger_frame(run: Run) -> pd.DataFrame:
-    return attempts_frame(run)[LEDGER_COLUMNS]
+    """Every recorded attempt, plus requests that were written (so possibly sent and billed)
+    but whose attempt was never journaled because the process died: cost unknown, never 0."""
+    ledger = attempts_frame(run)[LEDGER_COLUMNS]
+    known = set(attempts_frame(run)["request_path"].dropna())
+    rows = []
+    for path in RawStore(run.dir, writable=False).names():
+        m = _REQUEST.match(path)
+        if m is None or path in known:
+            continue
+        label = m.group("label")
+        case = label.split("/", 1)[0]
+        purpose = "health" if case == "_health" else ("judge" if "/judge" in label else "answer")
+        rows.append({c: None for c in LEDGER_COLUMNS} | {
+            "run_id": run.run_id, "case_id": None if case == "_health" else case,
+            "label": label, "purpose": purpose, "category": purpose,
+            "number": int(m.group("number")), "outcome": "interrupted",
+            "cost_usd": None, "cost_known": False,
+            "cost_source": "unknown: request recorded, no response journaled (process stopped)"})
+    if not rows:
+        return ledger
+    return pd.concat([ledger, pd.DataFrame(rows, columns=LEDGER_COLUMNS)], ignore_index=True)
 
 
 _TOOL_COLUMNS = ["case_id", "turn", "call_id", "name", "arguments", "ok", "error_kind",
@@ -165,8 +191,15 @@ def _case_row(case_id: str, events: tuple) -> dict[str, Any]:
 
 
 def cases_frame(run: Run) -> pd.DataFrame:
-    rows = [_case_row(cid, events) for cid, events in run.all_events().items()
-            if cid != RUN_JOURNAL]
+    """One row per case of the frozen grid: planned cases that never started are rows too
+    (status `unfinished`), so summaries and charts count what the report counts."""
+    events = run.all_events()
+    try:
+        planned = run.planned_case_ids()
+    except RunError:  # aborted before its manifest: only what the journals hold
+        planned = []
+    ids = list(dict.fromkeys([*planned, *(c for c in events if c != RUN_JOURNAL)]))
+    rows = [_case_row(cid, events.get(cid, ())) for cid in ids]
     return pd.DataFrame(rows, columns=_CASE_COLUMNS)
 
 

@@ -185,11 +185,13 @@ def test_tables_summary_and_ledgers(tmp_path):
     rj.append(RunFinished(session=0, wall_ms=1234.0, peak_rss_bytes=300 << 20))
 
     cases = run.cases_df().set_index("case_id")
-    assert len(cases) == 4
+    planned = run.planned_case_ids()  # never-started cases of the frozen grid are rows too
+    assert len(cases) == len(planned) == 8 and set(cases.index) == set(planned)
+    assert (cases.loc[cases["sessions"] == 0, "status"] == "unfinished").all()
     assert cases.loc["Q001__flash__sql", "api_attempts"] == 4  # 2 turns + 1 retry + judge
     assert cases.loc["Q001__flash__sql", "cost_unknown_attempts"] == 2  # retry and judge
     assert cases.loc["Q002__base__sql", "status"] == "unfinished"
-    assert cases["correctness"].isna().sum() == 2
+    assert cases["correctness"].isna().sum() == 2 + 4  # unscored + unjudged + never started
 
     summary = run.summary().set_index(["model", "strategy"])
     row = summary.loc[("flash", "sql")]
@@ -262,7 +264,8 @@ def test_large_tool_texts_are_offloaded_and_finished_journals_sealed(tmp_path):
     journal_dir = run.dir / "journal"
     assert not (journal_dir / f"{case}.jsonl").exists()
     assert (journal_dir / f"{case}.jsonl.gz").exists()
-    assert run.completed_cases() == {case} and run.cases_df()["status"].tolist() == ["complete"]
+    assert run.completed_cases() == {case}
+    assert run.cases_df().set_index("case_id").loc[case, "status"] == "complete"
     # re-judging appends to a sealed journal: it is unsealed, appended, seq continuing
     j.append(Judgment(judge="judge", correctness=10.0, citation_support=None, rationale="r",
                       scored=True))
