@@ -27,7 +27,7 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -74,16 +74,18 @@ from parquet_agent.store import (
 from parquet_agent.tools import Tools
 
 
-def build_judge_model(spec: ModelSpec, env: Mapping[str, str] | None) -> Model:
+MAX_LOOKUPS = 20  # cited spans looked up per answer, for the judge's deterministic checks
+MAX_SPAN_CHARS = 4000
+
+
+def build_model_or_judge(spec: ModelSpec, env: Mapping[str, str] | None) -> Model:
+    """The model for one `[[models]]` entry or the `[judge]` (`rubric`: the offline judge)."""
     if spec.provider == "rubric":
         return RubricJudgeModel(name=spec.name)
-    from parquet_agent.models import build_model
+    from parquet_agent.models import build_model  # the SDKs load only when a run needs them
 
     return build_model(spec, env=env)
 
-
-MAX_LOOKUPS = 20  # cited spans looked up per answer
-MAX_SPAN_CHARS = 4000
 
 class Experiment:
     """One experiment config, ready to run. `env` supplies API keys (default: os.environ)."""
@@ -105,15 +107,13 @@ class Experiment:
         """Run (or resume) the grid; return the finished run, read-only."""
         config = self.config
         if cache_policy is not None and cache_policy != config.limits.cache:
-            from dataclasses import replace
-
             config = replace(config, limits=replace(config.limits, cache=cache_policy))
         questions = load_questions(config.questions)
         question_ids = config.sample.select(questions.ids)
         snapshot = _checked_snapshot(Path(config.corpus))
         scopes = _load_scopes(config, question_ids, snapshot)
-        models = {spec.name: _build(spec, self.env) for spec in config.models}
-        judge_model = build_judge_model(config.judge, self.env)
+        models = {spec.name: build_model_or_judge(spec, self.env) for spec in config.models}
+        judge_model = build_model_or_judge(config.judge, self.env)
         # one sandbox for the whole grid: one fork server and one data-worker gate, so "one
         # data tool at a time" holds across strategies; each strategy gets a view of it
         reader = Tools.open(config.corpus, "sql+stream", cache=config.limits.cache,
@@ -234,12 +234,6 @@ class Experiment:
                 attempts = exc.attempts
             for attempt in attempts:
                 journal.append(ModelAttempt(label=label, attempt=asdict(attempt)))
-
-
-def _build(spec: ModelSpec, env: Mapping[str, str] | None) -> Model:
-    from parquet_agent.models import build_model
-
-    return build_model(spec, env=env)
 
 
 def _run_case(run: Run, session: int, agent: Agent, judge: Judge, reader: Tools,
