@@ -45,6 +45,7 @@ from parquet_agent.agent import (
 from parquet_agent.corpus.questions import QuestionSet, load_questions
 from parquet_agent.corpus.snapshot import CorpusSnapshot
 from parquet_agent.corpus.index import CorpusIndex
+from parquet_agent.corpus.manifest import MANIFEST_NAME, read_corpus_manifest
 from parquet_agent.errors import ConfigError, CorpusError, ModelCallError, SnapshotChangedError
 from parquet_agent.experiment_config import ExperimentConfig, case_id, load_config
 from parquet_agent.judge import (
@@ -350,15 +351,11 @@ def _load_scopes(config: ExperimentConfig, question_ids: tuple[str, ...],
 def _checked_snapshot(corpus: Path) -> CorpusSnapshot:
     """Snapshot the corpus; when its folder has a manifest, the files must match it."""
     snapshot = CorpusSnapshot.take(corpus)
-    manifest_path = corpus / "manifest.json"
-    if manifest_path.exists():
-        recorded = json.loads(manifest_path.read_text(encoding="utf-8")).get("snapshot")
-        if recorded:
-            old = CorpusSnapshot.from_json(recorded, corpus)
-            check = old.check(corpus)
-            if not check.ok:
-                raise CorpusError(f"{corpus} differs from its manifest.json: {check.describe()}; "
-                                  "rebuild the corpus or its manifest before running")
+    if (corpus / MANIFEST_NAME).exists():
+        check = read_corpus_manifest(corpus).snapshot.diff(snapshot)  # hashes taken once
+        if not check.ok:
+            raise CorpusError(f"{corpus} differs from its manifest.json: {check.describe()}; "
+                              "rebuild the corpus or its manifest before running")
     return snapshot
 
 

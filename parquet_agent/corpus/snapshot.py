@@ -151,25 +151,38 @@ class CorpusSnapshot:
 
     def check(self, folder: str | Path | None = None, *, quick: bool = False) -> SnapshotCheck:
         """Compare with the folder now. `quick` compares size and mtime only (no re-hash)."""
-        folder = Path(folder or self.root)
-        present = {p.name: p for p in _parquet_files(folder)}
+        present = {p.name: p for p in _parquet_files(Path(folder or self.root))}
+
+        def differs(entry: SnapshotFile, path: Path) -> str | None:
+            stat = path.stat()
+            if stat.st_size != entry.size:
+                return f"size {entry.size} -> {stat.st_size} bytes"
+            if quick:
+                return "modified (mtime changed)" if stat.st_mtime_ns != entry.mtime_ns else None
+            return "content hash differs" if file_content_hash(path) != entry.content_hash else None
+
+        return self._compare(present, differs)
+
+    def diff(self, later: CorpusSnapshot) -> SnapshotCheck:
+        """What differs in a later snapshot of the same folder, from the hashes both recorded
+        (no file is read again)."""
+        present = {f.name: f for f in later.files}
+
+        def differs(entry: SnapshotFile, now: SnapshotFile) -> str | None:
+            if now.size != entry.size:
+                return f"size {entry.size} -> {now.size} bytes"
+            return "content hash differs" if now.content_hash != entry.content_hash else None
+
+        return self._compare(present, differs)
+
+    def _compare(self, present: dict, differs) -> SnapshotCheck:
         known = {f.name: f for f in self.files}
         changed, details = [], []
         for name, entry in known.items():
-            path = present.get(name)
-            if path is None:
-                continue
-            stat = path.stat()
-            if stat.st_size != entry.size:
+            why = differs(entry, present[name]) if name in present else None
+            if why:
                 changed.append(name)
-                details.append(f"{name}: size {entry.size} -> {stat.st_size} bytes")
-            elif quick:
-                if stat.st_mtime_ns != entry.mtime_ns:
-                    changed.append(name)
-                    details.append(f"{name}: modified (mtime changed)")
-            elif file_content_hash(path) != entry.content_hash:
-                changed.append(name)
-                details.append(f"{name}: content hash differs")
+                details.append(f"{name}: {why}")
         return SnapshotCheck(
             new=tuple(sorted(set(present) - set(known))),
             missing=tuple(sorted(set(known) - set(present))),
