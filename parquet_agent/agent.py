@@ -24,8 +24,8 @@ no inference call that already succeeded is paid for twice.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from dataclasses import asdict, dataclass, field, replace
+from typing import Protocol
 
 from parquet_agent.corpus.questions import Question
 from parquet_agent.errors import ModelCallError
@@ -41,6 +41,7 @@ from parquet_agent.models.protocol import (
     ToolMessage,
     ToolSpec,
     UserMessage,
+    total_cost,
 )
 from parquet_agent.store.journal import Journal, ModelAttempt, ModelTurn, ToolCallEvent
 from parquet_agent.store.records import reply_from_dict
@@ -255,23 +256,23 @@ class _CaseLoop:
         saved = self.saved_turns.get(self.turn)
         if saved is not None:  # resume: the same request was answered before; reuse it
             reply = reply_from_dict(saved.reply)
-            self._count_reply(reply, attempts=(), cost_usd=saved.reply.get("_cost_usd"))
+            self._count_reply(reply, saved.reply.get("_cost_usd"))
             self.messages.append(reply.message)
             return reply
         settings = self.agent.settings
         if final:
-            settings = GenerationSettings(settings.temperature, settings.reasoning_effort,
-                                          settings.max_output_tokens, tool_choice="none")
+            settings = replace(settings, tool_choice="none")
         label = f"{self.case_id}/turn-{self.turn:02d}"
         request = ModelRequest(tuple(self.messages), self.specs, settings, "answer", label)
         try:
             result = self.agent.model.complete(request, self.sink)
         except ModelCallError as exc:
             self._record_attempts(label, exc.attempts)
+            self._add_cost(total_cost(exc.attempts))
             raise
         self._record_attempts(label, result.attempts)
         ok = result.attempts[-1] if result.attempts else None
-        cost = _sum_costs(result.attempts)
+        cost = total_cost(result.attempts)
         reply = result.reply
         if self.journal is not None:
             reply_data = asdict(reply) | {"_cost_usd": cost}
@@ -280,7 +281,7 @@ class _CaseLoop:
                 request_path=ok.request_path if ok else None,
                 response_path=ok.response_path if ok else None,
                 reply=reply_data, attempt_count=len(result.attempts), final=final))
-        self._count_reply(reply, result.attempts, cost)
+        self._count_reply(reply, cost)
         self.messages.append(reply.message)
         return reply
 
@@ -289,17 +290,15 @@ class _CaseLoop:
         if self.journal is not None:
             for attempt in attempts:
                 self.journal.append(ModelAttempt(label=label, attempt=asdict(attempt)))
-        failed_cost = _sum_costs(a for a in attempts if a.outcome != "ok")
-        self._add_cost(failed_cost)
 
-    def _count_reply(self, reply: Reply, attempts: tuple, cost_usd: float | None) -> None:
+    def _count_reply(self, reply: Reply, cost_usd: float | None) -> None:
+        """Count a successful turn; `cost_usd` covers all its attempts, retries included."""
         self.counts["model_rounds"] += 1
         self.counts["requested_by_model"] += len(reply.tool_calls)
         usage = reply.usage
         for key in self.tokens:
             self.tokens[key] += getattr(usage, key) or 0
-        ok_cost = _sum_costs(a for a in attempts if a.outcome == "ok") if attempts else cost_usd
-        self._add_cost(ok_cost)
+        self._add_cost(cost_usd)
 
     def _add_cost(self, usd: float | None) -> None:
         if usd is None:
@@ -368,11 +367,3 @@ class _CaseLoop:
             evidence=tuple(self.evidence), usage=dict(self.tokens), cost_usd=self.cost,
             error=error, retryable=retryable)
 
-
-def _sum_costs(attempts: Any) -> float | None:
-    total = 0.0
-    for attempt in attempts:
-        if attempt.cost.usd is None:
-            return None
-        total += attempt.cost.usd
-    return total

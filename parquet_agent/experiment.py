@@ -55,7 +55,13 @@ from parquet_agent.judge import (
     citations,
     judge_prompt_hash,
 )
-from parquet_agent.models.protocol import GenerationSettings, Model, ModelRequest, UserMessage
+from parquet_agent.models.protocol import (
+    GenerationSettings,
+    Model,
+    ModelRequest,
+    UserMessage,
+    total_cost,
+)
 from parquet_agent.models.spec import ModelSpec
 from parquet_agent.progress import Progress
 from parquet_agent.store import (
@@ -291,20 +297,15 @@ def _judge_case(run: Run, journal, judge: Judge, reader: Tools, questions: Quest
         gold_evidence=tuple(e.to_json() for e in reference.gold_evidence),
         tool_evidence=evidence, cited_spans=_cited_spans(reader, outcome.answer))
     verdict = judge.judge(inp, sink=run.raw, label=f"{cid}/judge")
-    cost: float | None = 0.0
     for attempt in verdict.attempts:
         journal.append(JudgeAttempt(label=attempt.label, attempt=asdict(attempt)))
-        if attempt.cost.usd is None:
-            cost = None
-        elif cost is not None:
-            cost += attempt.cost.usd
     journal.append(Judgment(
         judge=judge.model.name, correctness=verdict.correctness,
         citation_support=verdict.citation_support, rationale=verdict.rationale,
         scored=verdict.scored, unscored_reason=verdict.unscored_reason,
         request_path=verdict.request_path, response_path=verdict.response_path,
         checks=verdict.checks, provenance=verdict.provenance))
-    return cost
+    return total_cost(verdict.attempts)
 
 
 def _cited_spans(reader: Tools, answer: str | None) -> tuple[dict, ...]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from parquet_agent.errors import ModelCallError
@@ -107,8 +107,7 @@ class Judge:
         problem = "no attempt made"
         paths: tuple[str | None, str | None] = (None, None)
         for number in range(1, self.max_attempts + 1):
-            numbered = ModelRequest(request.messages, (), request.settings, "judge",
-                                    f"{label}-{number:02d}" if number > 1 else label)
+            numbered = replace(request, label=f"{label}-{number:02d}" if number > 1 else label)
             try:
                 result = self.model.complete(numbered, sink)
             except ModelCallError as exc:

@@ -13,7 +13,7 @@ All records are frozen; timestamps are UTC ISO-8601 strings.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Union
+from typing import Any, Iterable, Literal, Protocol, Union
 
 # -- tools as the model sees them -----------------------------------------------------------
 
@@ -177,6 +177,16 @@ class Attempt:
 class ModelResult:
     reply: Reply
     attempts: tuple[Attempt, ...]
+
+
+def total_cost(attempts: Iterable[Attempt]) -> float | None:
+    """The USD cost of these attempts; None as soon as one cost is unknown (never counted 0)."""
+    total = 0.0
+    for attempt in attempts:
+        if attempt.cost.usd is None:
+            return None
+        total += attempt.cost.usd
+    return total
 
 
 # -- the seams ------------------------------------------------------------------------------
