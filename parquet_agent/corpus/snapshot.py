@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -130,7 +131,7 @@ class CorpusSnapshot:
         taken_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
         return cls(tuple(SnapshotFile.read(p) for p in paths), taken_at, str(folder))
 
-    @property
+    @cached_property  # frozen: the id never changes, and every tool call's cache key uses it
     def snapshot_id(self) -> str:
         """A tagged hash over the file entries (names, sizes, content hashes, shapes)."""
         entries = [[f.name, f.size, f.content_hash, f.rows, f.row_groups] for f in self.files]

@@ -131,13 +131,13 @@ class Tools:
     def scoped(self, file_stems: Iterable[str]) -> ScopedTools:
         """A view of these tools that sees only `file_stems` (one question's filings), sharing
         this instance's workers and cache. See `ScopedTools`."""
-        return ScopedTools(self, frozenset(file_stems))
+        return ScopedTools(self, tuple(sorted(set(file_stems))))
 
     def call_raw(self, name: object, arguments: object, *,
-                 scope: frozenset[str] | None = None) -> ToolResult:
+                 scope: tuple[str, ...] | None = None) -> ToolResult:
         """Run one untrusted call; every problem becomes an error value, never an exception.
 
-        With `scope`, the call sees only those file_stems (see `ScopedTools`)."""
+        With `scope` (sorted file_stems), the call sees only those filings (see `ScopedTools`)."""
         started = time.perf_counter()
         result = self._call(name, arguments, started, scope)
         if result.timings.total_ms == 0.0:  # refused before any work: record how long that took
@@ -146,7 +146,7 @@ class Tools:
         return result
 
     def _call(self, name: object, arguments: object, started: float,
-              scope: frozenset[str] | None = None) -> ToolResult:
+              scope: tuple[str, ...] | None = None) -> ToolResult:
         if not isinstance(name, str) or name not in self._checks:
             offered = ", ".join(self._names)
             shown = name if isinstance(name, str) else repr(name)
@@ -176,7 +176,7 @@ class Tools:
         # describe_corpus lists the strategy's tools: its answer differs per strategy view
         key_args = {**args, "_strategy": self.strategy} if name == "describe_corpus" else args
         key = cache_key(name, key_args, self.snapshot.snapshot_id, TOOL_VERSION,
-                        sorted(scope) if scope is not None else None)
+                        list(scope) if scope is not None else None)
         hit = self.cache.get(key)
         if hit is not None:
             total = (time.perf_counter() - started) * 1000
@@ -187,9 +187,12 @@ class Tools:
         if name == "describe_corpus":
             result = self._describe(args, started, scope)
         else:
-            job_args = args if scope is None else {**args, "scope": sorted(scope)}
+            # the worker needs the scope only where it chooses rows: header search, and SQL over
+            # `filings` (a file_stem was already checked against it above)
+            needs_scope = name == "search_headers" or (name == "sql" and not args.get("file_stem"))
+            job_args = {**args, "scope": list(scope)} if scope is not None and needs_scope else args
             result = self._run_in_worker(name, job_args, started)
-            if scope is not None:
+            if job_args is not args:
                 result = dataclasses.replace(result, arguments=args)
         if result.ok:
             self.cache.put(key, CachedOutput(json.dumps(result.output, ensure_ascii=False), result.truncated))
@@ -240,7 +243,7 @@ class Tools:
             err = ToolError("worker_crashed", f"{kind}: {message}")
         return ToolResult(name, args, False, None, err, **common)
 
-    def _describe(self, args: dict, started: float, scope: frozenset[str] | None) -> ToolResult:
+    def _describe(self, args: dict, started: float, scope: tuple[str, ...] | None) -> ToolResult:
         files = [
             {"file": f.name, "rows": f.rows, "size_bytes": f.size, "row_groups": f.row_groups}
             for f in self.snapshot.files
@@ -268,7 +271,7 @@ class Tools:
             },
         }
         if scope is not None:
-            stems = sorted(scope)
+            stems = list(scope)
             output["scope"] = {"file_stems": stems[:50], "count": len(stems)}
             output["notes"].insert(0, (
                 f"This question is scoped to {len(stems)} filing(s): the view `filings` holds "
@@ -283,8 +286,8 @@ class Tools:
         return ToolResult("describe_corpus", args, True, output, None, Timings(0.0, 0.0, total))
 
 
-def _outside_scope(stem: str, scope: frozenset[str]) -> str:
-    shown = ", ".join(sorted(scope)[:5]) + (", ..." if len(scope) > 5 else "")
+def _outside_scope(stem: str, scope: tuple[str, ...]) -> str:
+    shown = ", ".join(scope[:5]) + (", ..." if len(scope) > 5 else "")
     return (f"file_stem {stem!r} is outside this question's scope; the filings you may use "
             f"are: {shown}")
 
@@ -300,7 +303,7 @@ class ScopedTools:
 
     MAX_SCOPE = 500  # rows materialised per scoped SQL call
 
-    def __init__(self, tools: Tools, scope: frozenset[str]):
+    def __init__(self, tools: Tools, scope: tuple[str, ...]):  # sorted, unique
         if not scope:
             raise UsageError("a scope needs at least one file_stem")
         if len(scope) > self.MAX_SCOPE:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import parquet_agent
 from parquet_agent.errors import CorpusError, UsageError
-from parquet_agent.tools.server import read_frame, write_frame
+from parquet_agent.tools.server import _failure, read_frame, write_frame
 
 # Allocator taming (notes B.6i): without these, duckdb + pyarrow reserve 2.3 GiB of address
 # space and RLIMIT_AS 1.5 GiB fails healthy queries. The last two keep the server
@@ -228,4 +228,4 @@ class WorkerPool:
 
 
 def _crashed(message: str) -> dict:
-    return {"ok": False, "error": {"kind": "worker_crashed", "message": message}}
+    return _failure("worker_crashed", message)

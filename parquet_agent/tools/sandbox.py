@@ -140,6 +140,11 @@ def connect_locked(
     return con
 
 
+def connect_corpus(paths: list[str], limits: SandboxLimits) -> duckdb.DuckDBPyConnection:
+    """A locked connection that reads exactly `paths`, through the view `filings`."""
+    return connect_locked(paths, {"filings": read_parquet_sql(paths)}, limits)
+
+
 def read_parquet_sql(paths: list[str]) -> str:
     return f"SELECT * FROM read_parquet({_sql_list(paths)})"
 

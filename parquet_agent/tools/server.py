@@ -236,7 +236,7 @@ def _prepare(config: dict, files: dict[str, int]):  # pragma: no cover - runs in
     from parquet_agent.tools.lookup import HEADER_COLUMNS, INDEX_COLUMNS, HeaderSearch, RowIndex
     from parquet_agent.tools.render import OutputLimits
     from parquet_agent.tools.gate import parse_select
-    from parquet_agent.tools.sandbox import SandboxLimits, connect_locked, fd_path, read_parquet_sql
+    from parquet_agent.tools.sandbox import SandboxLimits, connect_corpus, connect_locked, fd_path
     from parquet_agent.tools.worker import Context
 
     limits = SandboxLimits(**config["limits"])
@@ -246,11 +246,6 @@ def _prepare(config: dict, files: dict[str, int]):  # pragma: no cover - runs in
         row_index = RowIndex(_read(config["index_path"], INDEX_COLUMNS))
     if config.get("headers_path"):
         header_search = HeaderSearch(_read(config["headers_path"], HEADER_COLUMNS))
-    # One pristine, unlocked DuckDB connection, made once here and copied into every child by
-    # fork: a child's own connect would cost ~16 ms of a ~40 ms budget (measured: 6 ms per
-    # call with the copy vs 36 ms). Safe because the server never runs a statement on it, and
-    # with threads=1 and async_threads=0 DuckDB starts no thread (checked: fork from a threaded
-    # process is not safe, so with any extra thread the children connect themselves).
     _warm_up(files, metadata)
     _release_freed_memory()
     # Two locked DuckDB connections, made once here and copied into every child by fork: one
@@ -262,7 +257,7 @@ def _prepare(config: dict, files: dict[str, int]):  # pragma: no cover - runs in
     # and async_threads=0 DuckDB starts no thread (checked: fork from a threaded process is
     # not safe, so with any extra thread the children connect themselves).
     paths = [fd_path(fd) for fd in files.values()]
-    corpus_con = connect_locked(paths, {"filings": read_parquet_sql(paths)}, limits)
+    corpus_con = connect_corpus(paths, limits)
     empty_con = connect_locked([], {}, limits)
     for con in (corpus_con, empty_con):  # warm the parser and json_serialize_sql once
         con.execute(parse_select(con, "SELECT 1")).fetchall()

@@ -12,7 +12,6 @@ Jobs: `sql` (over `filings`, or over the one-row `filing` when scoped), `read_fi
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import resource
@@ -24,16 +23,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from parquet_agent.tools.gate import GateRejection, parse_select
+from parquet_agent.tools.gate import GateRejection, _first_line, parse_select
 from parquet_agent.tools.lookup import HeaderSearch, RowIndex
 from parquet_agent.tools.render import OutputLimits, bound_rows, jsonable
+from parquet_agent.tools.server import read_frame, write_frame
 from parquet_agent.tools.sandbox import (
     SandboxLimits,
     Watchdog,
+    connect_corpus,
     connect_locked,
     fd_path,
     harden,
-    read_parquet_sql,
 )
 
 SCAN_ADVICE = (
@@ -87,31 +87,12 @@ def run_spare(job_fd: int, result_fd: int, ctx: Context) -> None:  # pragma: no 
     call's own time; isolation is the same as `run_child` (one pristine child per call)."""
     try:
         harden({job_fd, result_fd, *ctx.files.values()}, ctx.limits, ctx.drop_to)
-        job = read_job(job_fd)
+        job = read_frame(os.fdopen(job_fd, "rb", buffering=0, closefd=False))
     except BaseException:  # noqa: BLE001 - a spare that cannot start is replaced by the server
         os._exit(71)
     if job is None:  # the server is gone or retired this spare
         os._exit(0)
     _serve(job, result_fd, ctx)
-
-
-def read_job(fd: int) -> dict | None:
-    """One length-prefixed JSON frame from a pipe (None at end of file)."""
-    head = _read_exactly(fd, 4)
-    if head is None:
-        return None
-    body = _read_exactly(fd, int.from_bytes(head, "big"))
-    return None if body is None else json.loads(body)
-
-
-def _read_exactly(fd: int, size: int) -> bytes | None:
-    data = bytearray()
-    while len(data) < size:
-        chunk = os.read(fd, size - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return bytes(data)
 
 
 def _serve(job: dict, result_fd: int, ctx: Context) -> None:  # pragma: no cover - in a child
@@ -131,10 +112,7 @@ def _answer(result_fd: int, answer: dict) -> None:  # pragma: no cover - in a ch
     usage = resource.getrusage(resource.RUSAGE_SELF)
     answer["peak_rss_bytes"] = int(usage.ru_maxrss) * 1024
     answer["cpu_s"] = round(usage.ru_utime + usage.ru_stime, 4)
-    data = json.dumps(answer, ensure_ascii=False).encode("utf-8", "replace")
-    view = memoryview(len(data).to_bytes(4, "big") + data)
-    while view:
-        view = view[os.write(result_fd, view) :]
+    write_frame(result_fd, answer)
     os._exit(0)
 
 
@@ -142,16 +120,14 @@ def _run(job: dict, ctx: Context, watchdog: Watchdog) -> dict:
     try:
         output, truncated = _dispatch(job["tool"], job["args"], ctx, watchdog)
         return {"ok": True, "output": output, "truncated": truncated}
-    except JobError as exc:
-        return _error(exc.kind, exc.message, ctx)
-    except GateRejection as exc:
+    except (JobError, GateRejection) as exc:
         return _error(exc.kind, exc.message, ctx)
     except duckdb.InterruptException:
         return _limit_error(watchdog.reason or "timeout", ctx)
     except (duckdb.OutOfMemoryException, MemoryError) as exc:
         return _error(
             "memory",
-            f"the query ran out of its {ctx.limits.memory_limit} memory limit ({_first(exc)}). "
+            f"the query ran out of its {ctx.limits.memory_limit} memory limit ({_first_line(exc)}). "
             "Return fewer or smaller values: aggregate, LIMIT, select substr(parsed_md, ...) "
             "instead of whole cells, avoid sorting or DISTINCT over parsed_md.",
             ctx,
@@ -166,7 +142,7 @@ def _run(job: dict, ctx: Context, watchdog: Watchdog) -> dict:
         )
     except duckdb.Error as exc:
         if "bad allocation" in str(exc) or "Failed to allocate" in str(exc):
-            return _error("memory", f"the query ran out of memory ({_first(exc)}).", ctx)
+            return _error("memory", f"the query ran out of memory ({_first_line(exc)}).", ctx)
         return _error("sql", _sql_message(exc, job), ctx)
 
 
@@ -191,11 +167,6 @@ def sanitize(message: str, fd_names: dict[int, str], root: str | None = None) ->
     if root:
         message = message.replace(root.rstrip("/") + "/", "").replace(root, "<corpus>")
     return message[:2000]
-
-
-def _first(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _sql_message(exc: duckdb.Error, job: dict) -> str:
@@ -230,15 +201,13 @@ def _sql(query: str, file_stem: str | None, ctx: Context, watchdog: Watchdog,
     if file_stem is None and scope is not None:
         # only the scoped rows exist for this query: read by pyarrow, registered in a
         # connection that can read no file (no table function can reach the other rows)
-        rows = [_locate_row(stem, None, ctx) for stem in scope]
+        groups: dict = {}  # (file, row group) -> table: stems often share a row group
+        rows = [_locate_row(stem, None, ctx, groups) for stem in scope]
         watchdog.mark("locate")
         con = _empty_con(ctx)
         con.register("filings", pa.concat_tables(rows))
     elif file_stem is None:
-        con = ctx.corpus_con
-        if con is None:
-            paths = _corpus_paths(ctx)
-            con = connect_locked(paths, {"filings": read_parquet_sql(paths)}, ctx.limits)
+        con = ctx.corpus_con or connect_corpus(_corpus_paths(ctx), ctx.limits)
     else:
         row = _locate_row(file_stem, None, ctx)
         watchdog.mark("locate")
@@ -265,7 +234,8 @@ def _empty_con(ctx: Context) -> duckdb.DuckDBPyConnection:
     return ctx.empty_con if ctx.empty_con is not None else connect_locked([], {}, ctx.limits)
 
 
-def _locate_row(file_stem: str, columns: list[str] | None, ctx: Context) -> pa.Table:
+def _locate_row(file_stem: str, columns: list[str] | None, ctx: Context,
+                groups: dict | None = None) -> pa.Table:
     """The one source row of `file_stem`, read with pyarrow (the agent's DuckDB reads no file).
 
     With the sidecar index: a binary search in the server-built `RowIndex`, then one row group
@@ -281,7 +251,13 @@ def _locate_row(file_stem: str, columns: list[str] | None, ctx: Context) -> pa.T
         file, group, row_in_group = found
         if file not in ctx.files:
             raise JobError("not_found", f"the index points {file_stem!r} at {file!r}, which is not in this snapshot; rebuild the index")
-        row = _parquet(file, ctx).read_row_group(group, columns=columns, use_threads=False).slice(row_in_group, 1)
+        key = (file, group)
+        table = groups.get(key) if groups is not None else None
+        if table is None:
+            table = _parquet(file, ctx).read_row_group(group, columns=columns, use_threads=False)
+            if groups is not None:
+                groups[key] = table
+        row = table.slice(row_in_group, 1)
         if row.num_rows != 1 or row.column("file_stem")[0].as_py() != file_stem:
             raise JobError("not_found", f"the index entry for {file_stem!r} is stale; rebuild the index")
         return row
@@ -321,9 +297,8 @@ def _not_found(file_stem: str) -> str:
 
 
 def _read_filing(
-    ctx: Context, watchdog: Watchdog, file_stem: str, start: int, max_chars: int, pattern: str | None,
-    scope: list[str] | None = None,
-) -> tuple[Any, Any]:  # `scope` was checked by the facade: file_stem is inside it
+    ctx: Context, watchdog: Watchdog, file_stem: str, start: int, max_chars: int, pattern: str | None
+) -> tuple[Any, Any]:
     row = _locate_row(file_stem, ["file_stem", "parsed_md"], ctx)
     watchdog.mark("locate")
     text = row.column("parsed_md")[0].as_py() or ""
