@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from parquet_agent.errors import ModelCallError
+from parquet_agent.models.scripted import offline_complete, to_reply
 from parquet_agent.models.protocol import (
     Attempt,
     GenerationSettings,
@@ -301,13 +302,10 @@ class RubricJudgeModel:
         self.model = model
 
     def complete(self, request: ModelRequest, sink: RawSink) -> ModelResult:
-        from parquet_agent.models.scripted import ScriptedModel
-
-        text = self.grade(request)
-        # ScriptedModel writes raw files and the attempt record the same way offline models do.
-        double = ScriptedModel([text], name=self.name, model=self.model)
-        double.provider = self.provider
-        return double.complete(request, sink)
+        return offline_complete(
+            request, sink, lambda: to_reply(self.grade(request), self.model, self.provider),
+            model=self.model, provider=self.provider,
+            source=f"{self.provider} model {self.name!r} (no network)")
 
     def grade(self, request: ModelRequest) -> str:
         if request.purpose == "health":

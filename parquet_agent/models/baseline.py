@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-import time
-from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from dataclasses import dataclass
 from typing import Any
 
 from parquet_agent.models.baseline_reading import (
@@ -50,7 +48,7 @@ from parquet_agent.models.protocol import (
     Usage,
     UserMessage,
 )
-from parquet_agent.models.scripted import SCHEMA_VERSION, offline_attempt, request_json
+from parquet_agent.models.scripted import offline_complete
 
 _SENTENCE = re.compile(r"[^\n]*?(?:[.;:](?=\s)|\n|$)")
 
@@ -75,19 +73,10 @@ class BaselineModel:
         self.max_filings = max_filings
 
     def complete(self, request: ModelRequest, sink: RawSink) -> ModelResult:
-        started = datetime.now(timezone.utc).isoformat(timespec="microseconds")
-        t0 = time.perf_counter()
-        name = f"{request.label}.attempt-01"
-        request_path = sink.write(f"{name}.request.json", _dump({
-            "schema_version": SCHEMA_VERSION, "kind": "offline_request", "model": self.model,
-            "provider": self.provider, "request": request_json(request)}))
-        reply = self.decide(request)
-        response_path = sink.write(f"{name}.response.json", _dump({
-            "schema_version": SCHEMA_VERSION, "kind": "offline_response",
-            "source": f"baseline policy {self.model} (deterministic, no network)",
-            "reply": asdict(reply)}))
-        return ModelResult(reply, (offline_attempt(request, self.model, self.provider, started, t0,
-                                                   reply, request_path, response_path),))
+        return offline_complete(
+            request, sink, lambda: self.decide(request), model=self.model,
+            provider=self.provider,
+            source=f"baseline policy {self.model} (deterministic, no network)")
 
     # -- the policy ---------------------------------------------------------------------
 
@@ -347,6 +336,3 @@ def _final(answer: Answer, model: str) -> Reply:
                  provider="baseline", usage=Usage(0, 0, 0, 0),
                  message=AssistantMessage(text=text))
 
-
-def _dump(record: dict) -> bytes:
-    return json.dumps(record, ensure_ascii=False, indent=1, default=str).encode("utf-8")

@@ -37,6 +37,7 @@ from parquet_agent.models.protocol import (
     RawSink,
     Reply,
     Usage,
+    utc_now,
 )
 from parquet_agent.models.retry import (
     Failure,
@@ -166,7 +167,7 @@ class HttpModel:
         wait_s = 0.0
         failure: Failure | None = None
         for number in range(1, self.retry.max_attempts + 1):
-            started_at = _utc_now()
+            started_at = utc_now()
             t0 = time.perf_counter()
             outcome: _Outcome | None = None
             malformed: MalformedReplyError | None = None
@@ -238,7 +239,7 @@ class HttpModel:
             temperature=sent.temperature,
             reasoning_effort=sent.reasoning_effort,
             started_at=started_at,
-            ended_at=_utc_now(),
+            ended_at=utc_now(),
             queue_ms=round(queue_ms, 3),
             duration_ms=round(duration_ms, 3),
             http_status=ex.status,
@@ -264,9 +265,6 @@ def _advice(failure: Failure) -> str:
     return ("The provider kept failing (rate limit, outage, network or malformed replies); "
             "try again later or raise max_attempts.")
 
-
-def _utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
 def tokens(value) -> int | None:

@@ -16,7 +16,6 @@ import json
 import threading
 import time
 from dataclasses import asdict
-from datetime import datetime, timezone
 from typing import Any, Callable, Sequence, Union
 
 from parquet_agent.errors import ScriptExhaustedError
@@ -30,6 +29,7 @@ from parquet_agent.models.protocol import (
     Reply,
     ToolCall,
     Usage,
+    utc_now,
 )
 
 SCHEMA_VERSION = 1
@@ -68,19 +68,28 @@ class ScriptedModel:
             return item
 
     def complete(self, request: ModelRequest, sink: RawSink) -> ModelResult:
-        started = _utc_now()
-        t0 = time.perf_counter()
-        name = f"{request.label}.attempt-01"
-        request_path = sink.write(f"{name}.request.json", _dump({
-            "schema_version": SCHEMA_VERSION, "kind": "offline_request", "model": self.model,
-            "provider": self.provider, "request": request_json(request)}))
-        reply = to_reply(self._item(request), self.model, self.provider)
-        response_path = sink.write(f"{name}.response.json", _dump({
-            "schema_version": SCHEMA_VERSION, "kind": "offline_response",
-            "source": f"{self.provider} model {self.name!r} (no network)",
-            "reply": asdict(reply)}))
-        return ModelResult(reply, (offline_attempt(
-            request, self.model, self.provider, started, t0, reply, request_path, response_path),))
+        return offline_complete(
+            request, sink, lambda: to_reply(self._item(request), self.model, self.provider),
+            model=self.model, provider=self.provider,
+            source=f"{self.provider} model {self.name!r} (no network)")
+
+
+def offline_complete(request: ModelRequest, sink: RawSink, answer: Callable[[], Reply], *,
+                     model: str, provider: str, source: str) -> ModelResult:
+    """One offline call with the audit trail of an HTTP one: the request written to the sink,
+    `answer()` asked, the reply written, and an attempt record (cost 0, no HTTP)."""
+    started = utc_now()
+    t0 = time.perf_counter()
+    name = f"{request.label}.attempt-01"
+    request_path = sink.write(f"{name}.request.json", _dump({
+        "schema_version": SCHEMA_VERSION, "kind": "offline_request", "model": model,
+        "provider": provider, "request": request_json(request)}))
+    reply = answer()
+    response_path = sink.write(f"{name}.response.json", _dump({
+        "schema_version": SCHEMA_VERSION, "kind": "offline_response", "source": source,
+        "reply": asdict(reply)}))
+    return ModelResult(reply, (offline_attempt(
+        request, model, provider, started, t0, reply, request_path, response_path),))
 
 
 def offline_attempt(request: ModelRequest, model: str, provider: str, started: str, t0: float,
@@ -90,7 +99,7 @@ def offline_attempt(request: ModelRequest, model: str, provider: str, started: s
         label=request.label, number=1, purpose=request.purpose, requested_model=model,
         requested_provider=provider, actual_model=model, actual_provider=provider,
         temperature=request.settings.temperature, reasoning_effort=request.settings.reasoning_effort,
-        started_at=started, ended_at=_utc_now(), queue_ms=0.0,
+        started_at=started, ended_at=utc_now(), queue_ms=0.0,
         duration_ms=round((time.perf_counter() - t0) * 1000.0, 3), http_status=None,
         outcome="ok", error=None, response_id=reply.response_id,
         finish_reason=reply.finish_reason, usage=reply.usage,
@@ -134,6 +143,3 @@ def request_json(request: ModelRequest) -> dict[str, Any]:
 def _dump(record: dict) -> bytes:
     return json.dumps(record, ensure_ascii=False, indent=1, default=str).encode("utf-8")
 
-
-def _utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")

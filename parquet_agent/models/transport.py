@@ -33,7 +33,7 @@ from typing import Iterator, Sequence
 
 import httpx2
 
-from parquet_agent.models.protocol import RawSink
+from parquet_agent.models.protocol import RawSink, utc_now
 
 SCHEMA_VERSION = 1
 REDACTED = "[REDACTED-CREDENTIAL]"
@@ -179,17 +179,18 @@ class RecordingTransport(httpx2.BaseTransport):
         return self._scrub_text(str(clean))
 
     def _request_record(self, request: httpx2.Request, body: bytes) -> bytes:
+        scrubbed = self._scrub(body)
         record = {
             "schema_version": SCHEMA_VERSION,
             "kind": "http_request",
-            "recorded_at": _utc_now(),
+            "recorded_at": utc_now(),
             "method": request.method,
             "url": self._url(request.url),
             "headers": self._headers(request.headers.multi_items()),
             "body_sha256": hashlib.sha256(body).hexdigest(),
-            **_body_fields(self._scrub(body)),
+            **_body_fields(scrubbed),
         }
-        if self._scrub(body) != body:
+        if scrubbed != body:
             record["note"] = "a credential value inside the request body was redacted"
         return _dump(record)
 
@@ -198,7 +199,7 @@ class RecordingTransport(httpx2.BaseTransport):
             {
                 "schema_version": SCHEMA_VERSION,
                 "kind": "http_response",
-                "recorded_at": _utc_now(),
+                "recorded_at": utc_now(),
                 "method": request.method,
                 "url": self._url(request.url),
                 "status": response.status_code,
@@ -214,7 +215,7 @@ class RecordingTransport(httpx2.BaseTransport):
             {
                 "schema_version": SCHEMA_VERSION,
                 "kind": "http_response",
-                "recorded_at": _utc_now(),
+                "recorded_at": utc_now(),
                 "method": request.method,
                 "url": self._url(request.url),
                 "status": None,
@@ -234,11 +235,6 @@ def _body_fields(data: bytes) -> dict:
 def _dump(record: dict) -> bytes:
     return json.dumps(record, ensure_ascii=False, indent=1).encode("utf-8")
 
-
-def _utc_now() -> str:
-    from datetime import datetime, timezone
-
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
 def read_body(record: dict) -> bytes:
