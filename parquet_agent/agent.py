@@ -270,26 +270,25 @@ class _CaseLoop:
             self._record_attempts(label, exc.attempts)
             self._add_cost(total_cost(exc.attempts))
             raise
-        self._record_attempts(label, result.attempts)
         ok = result.attempts[-1] if result.attempts else None
         cost = total_cost(result.attempts)
         reply = result.reply
-        if self.journal is not None:
-            reply_data = asdict(reply) | {"_cost_usd": cost}
-            self.journal.append(ModelTurn(
-                turn=self.turn, label=label,
-                request_path=ok.request_path if ok else None,
-                response_path=ok.response_path if ok else None,
-                reply=reply_data, attempt_count=len(result.attempts), final=final))
+        turn = ModelTurn(
+            turn=self.turn, label=label, request_path=ok.request_path if ok else None,
+            response_path=ok.response_path if ok else None,
+            reply=asdict(reply) | {"_cost_usd": cost}, attempt_count=len(result.attempts),
+            final=final)
+        self._record_attempts(label, result.attempts, turn)  # one durable write per turn
         self._count_reply(reply, cost)
         self.messages.append(reply.message)
         return reply
 
-    def _record_attempts(self, label: str, attempts: tuple) -> None:
+    def _record_attempts(self, label: str, attempts: tuple, turn: ModelTurn | None = None) -> None:
+        """Journal the attempts (and the turn they produced) with one fdatasync."""
         self.counts["api_attempt_count"] += len(attempts)
         if self.journal is not None:
-            for attempt in attempts:
-                self.journal.append(ModelAttempt(label=label, attempt=asdict(attempt)))
+            events = [ModelAttempt(label=label, attempt=asdict(a)) for a in attempts]
+            self.journal.append_many(events + ([turn] if turn is not None else []))
 
     def _count_reply(self, reply: Reply, cost_usd: float | None) -> None:
         """Count a successful turn; `cost_usd` covers all its attempts, retries included."""

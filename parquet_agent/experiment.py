@@ -78,6 +78,7 @@ from parquet_agent.store import (
     RunStore,
     freeze,
 )
+from parquet_agent.store.journal import ATTEMPT_EVENTS
 from parquet_agent.tools import Tools
 
 
@@ -268,8 +269,8 @@ def _run_case(run: Run, session: int, agent: Agent, judge: Judge, reader: Tools,
         if outcome.answer is not None:
             judge_cost = _judge_case(run, journal, judge, reader, questions, question_id, cid,
                                      outcome, replay.judgment)
-        attempts = sum(1 for e in run.case_events(cid)
-                       if e.event in ("model_attempt", "judge_attempt"))
+        attempts = sum(1 for e in run.case_events(cid, resolve=False)  # names are enough
+                       if e.event in ATTEMPT_EVENTS)
         counts = outcome.counts.to_dict() | {"api_attempt_count": attempts}
         journal.append(CaseFinished(
             status=outcome.status, reason=outcome.reason, answer=outcome.answer,
@@ -297,14 +298,14 @@ def _judge_case(run: Run, journal, judge: Judge, reader: Tools, questions: Quest
         gold_evidence=tuple(e.to_json() for e in reference.gold_evidence),
         tool_evidence=evidence, cited_spans=_cited_spans(reader, outcome.answer))
     verdict = judge.judge(inp, sink=run.raw, label=f"{cid}/judge")
-    for attempt in verdict.attempts:
-        journal.append(JudgeAttempt(label=attempt.label, attempt=asdict(attempt)))
-    journal.append(Judgment(
+    journal.append_many([
+        *(JudgeAttempt(label=a.label, attempt=asdict(a)) for a in verdict.attempts),
+        Judgment(
         judge=judge.model.name, correctness=verdict.correctness,
         citation_support=verdict.citation_support, rationale=verdict.rationale,
         scored=verdict.scored, unscored_reason=verdict.unscored_reason,
         request_path=verdict.request_path, response_path=verdict.response_path,
-        checks=verdict.checks, provenance=verdict.provenance))
+        checks=verdict.checks, provenance=verdict.provenance)])
     return total_cost(verdict.attempts)
 
 

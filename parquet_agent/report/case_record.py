@@ -38,7 +38,7 @@ from parquet_agent.report.rawview import (
     wire_body,
 )
 from parquet_agent.store.blobs import RawStore
-from parquet_agent.store.journal import Event
+from parquet_agent.store.journal import ATTEMPT_EVENTS, Event
 from parquet_agent.store.run import Run
 
 SCHEMA_VERSION = 1
@@ -46,7 +46,6 @@ UNVERIFIED = "unverified"
 TOOL_COUNT_FIELDS = ("requested_by_model", "processed", "budgeted_attempts", "dispatched",
                      "cache_hits", "source_worker_runs", "errors", "budget_rejected",
                      "model_rounds", "api_attempt_count")
-_ATTEMPT_EVENTS = ("model_attempt", "judge_attempt")
 _ANSWER_REQUEST = re.compile(r"/turn-(\d+)\.attempt-(\d+)\.request\.json(?:~\d+)?$")
 
 
@@ -251,7 +250,7 @@ def build_case(source: RunSource, case_id: str) -> dict[str, Any]:
         qid = started.data.get("question_id", qid)
         model_name = started.data.get("model", model_name)
         strategy = started.data.get("strategy", strategy)
-    attempts = [_attempt(e, source) for e in events if e.event in _ATTEMPT_EVENTS]
+    attempts = [_attempt(e, source) for e in events if e.event in ATTEMPT_EVENTS]
     tools = [_tool_call(e) for e in events if e.event == "tool_call"]
     turns: dict[int, dict[str, Any]] = {}
     for e in events:

@@ -26,13 +26,11 @@ import pandas as pd
 
 from parquet_agent.stats import bootstrap_ci, percentile
 from parquet_agent.errors import RunError
-from parquet_agent.store.blobs import RawStore
-from parquet_agent.store.journal import RUN_JOURNAL
+from parquet_agent.store.journal import ATTEMPT_EVENTS, RUN_JOURNAL
 
 if TYPE_CHECKING:
     from parquet_agent.store.run import Run
 
-_ATTEMPT_EVENTS = ("model_attempt", "judge_attempt")
 
 
 def _ts(value: str | None) -> datetime | None:
@@ -68,10 +66,12 @@ def _attempt_row(run_id: str, case_id: str | None, event_name: str, data: dict) 
 _ATTEMPT_COLUMNS = list(_attempt_row("", None, "model_attempt", {}).keys())
 
 
-def attempts_frame(run: Run) -> pd.DataFrame:
+def attempts_frame(run: Run, events: dict | None = None) -> pd.DataFrame:
+    """One row per attempt; `events` (from `run.all_events()`) saves reading the journals."""
+    events = run.all_events() if events is None else events
     rows = [_attempt_row(run.run_id, None if cid == RUN_JOURNAL else cid, e.event, e.data)
-            for cid, events in run.all_events().items() for e in events
-            if e.event in _ATTEMPT_EVENTS]
+            for cid, case_events in events.items() for e in case_events
+            if e.event in ATTEMPT_EVENTS]
     return pd.DataFrame(rows, columns=_ATTEMPT_COLUMNS)
 
 
@@ -86,10 +86,11 @@ _REQUEST = re.compile(r"^raw/(?P<label>.+)\.attempt-(?P<number>\d+)\.request\.js
 def ledger_frame(run: Run) -> pd.DataFrame:
     """Every recorded attempt, plus requests that were written (so possibly sent and billed)
     but whose attempt was never journaled because the process died: cost unknown, never 0."""
-    ledger = attempts_frame(run)[LEDGER_COLUMNS]
-    known = set(attempts_frame(run)["request_path"].dropna())
+    attempts = attempts_frame(run)
+    ledger = attempts[LEDGER_COLUMNS]
+    known = set(attempts["request_path"].dropna())
     rows = []
-    for path in RawStore(run.dir, writable=False).names():
+    for path in run.raw.names():
         m = _REQUEST.match(path)
         if m is None or path in known:
             continue
@@ -156,7 +157,7 @@ def _case_row(case_id: str, events: tuple) -> dict[str, Any]:
             row.update(question_id=d.get("question_id"), model=d.get("model"),
                        strategy=d.get("strategy"))
             row["started_at"] = row["started_at"] or e.at
-        elif e.event in _ATTEMPT_EVENTS:
+        elif e.event in ATTEMPT_EVENTS:
             a = d.get("attempt") or {}
             usage, usd = a.get("usage") or {}, (a.get("cost") or {}).get("usd")
             row["api_attempts"] += 1
@@ -249,7 +250,7 @@ def run_figures(run: Run) -> dict[str, Any]:
             open_start = None
     if open_start is not None and last_at:
         wall_ms += (_ts(last_at) - _ts(open_start)).total_seconds() * 1000
-    attempts = attempts_frame(run)
+    attempts = attempts_frame(run, events)
     cases = [cid for cid in events if cid != RUN_JOURNAL]
     finished = sum(any(e.event == "case_finished" for e in events[c]) for c in cases)
     return {

@@ -186,6 +186,7 @@ class RunFinished:
     status: str = "finished"  # finished | interrupted | error
 
 
+ATTEMPT_EVENTS = (ModelAttempt.EVENT, JudgeAttempt.EVENT)  # one HTTP (or offline) attempt each
 EVENT_TYPES: dict[str, type] = {
     cls.EVENT: cls for cls in (CaseStarted, ModelAttempt, JudgeAttempt, ModelTurn, ToolCallEvent,
                                Judgment, CaseFailed, CaseFinished, RunStarted, CorpusDrift,

@@ -119,9 +119,11 @@ class CaseJournal:
     def _offload(self, payload: Any) -> Any:
         if not isinstance(payload, ToolCallEvent) or payload.offloaded is not None:
             return payload
-        output = json.dumps(payload.output, ensure_ascii=False) if payload.output is not None else ""
-        if len(payload.model_text or "") + len(output) <= OFFLOAD_CHARS:
-            return payload
+        text = len(payload.model_text or "")
+        if text <= OFFLOAD_CHARS:  # measure the output only when the text alone does not decide
+            output = json.dumps(payload.output, ensure_ascii=False) if payload.output is not None else ""
+            if text + len(output) <= OFFLOAD_CHARS:
+                return payload
         body = json.dumps({"schema_version": 1, "model_text": payload.model_text,
                            "output": payload.output}, ensure_ascii=False).encode()
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", payload.call_id)[:80] or "call"
