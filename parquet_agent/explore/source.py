@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parquet_agent.errors import ExportError, RunError, UsageError
+from parquet_agent.report.exporter import source_files
+from parquet_agent.store.files import sha256_file
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -44,17 +46,6 @@ def open_run(run: Any) -> Run:
     raise UsageError(f"expected a Run or a run folder path, got {type(run).__name__}")
 
 
-def _journal_files(run_dir: Path) -> list[Path]:
-    folder = run_dir / "journal"
-    return sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
-
-
-def _sha256(path: Path) -> str:
-    import hashlib
-
-    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def exports_current(run_dir: Path) -> bool:
     """True when the run's exports were built from the journals it holds now.
 
@@ -64,7 +55,8 @@ def exports_current(run_dir: Path) -> bool:
     index, provenance = run_dir / "cases-index.json", run_dir / "case-export-provenance.json"
     if not (index.is_file() and provenance.is_file()):
         return False
-    journals = _journal_files(run_dir)
+    # the same journal files the exporter hashed (a `.torn` leftover is not one of them)
+    journals = [run_dir / rel for rel in source_files(run_dir) if rel.startswith("journal/")]
     if all(index.stat().st_mtime >= p.stat().st_mtime for p in journals):
         return True
     try:
@@ -75,7 +67,7 @@ def exports_current(run_dir: Path) -> bool:
     now = {f"journal/{p.name}": p for p in journals}
     if set(recorded) != set(now):
         return False
-    return all(_sha256(path) == recorded[rel] for rel, path in now.items())
+    return all(sha256_file(path) == recorded[rel] for rel, path in now.items())
 
 
 @dataclass

@@ -37,7 +37,6 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +49,8 @@ from parquet_agent.report.case_record import (
     index_row,
 )
 from parquet_agent.stats import bootstrap_ci, percentile
-from parquet_agent.store.files import atomic_write_bytes
+from parquet_agent.store.files import atomic_write_bytes, sha256_file, utc_now
+from parquet_agent.store.manifest import tree_hash
 
 SCHEMA_VERSION = 1
 PROVENANCE = "case-export-provenance.json"
@@ -95,24 +95,8 @@ def exporter_version() -> str:
     """`b2:` over the report package and the store readers it builds records with (source and
     assets): changes whenever what an export says could change."""
     package = Path(__file__).resolve().parent.parent
-    h = hashlib.blake2b(digest_size=16)
-    files = [p for folder in ("report", "store") for p in (package / folder).rglob("*")
-             if p.is_file() and "__pycache__" not in p.parts
-             and p.suffix in (".py", ".js", ".css", ".html")]
-    for path in sorted(files, key=lambda p: p.relative_to(package).as_posix()):
-        rel = path.relative_to(package).as_posix()
-        data = path.read_bytes()
-        h.update(f"{len(rel)}:{rel}:{len(data)}:".encode())
-        h.update(data)
-    return "b2:" + h.hexdigest()
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return "sha256:" + h.hexdigest()
+    return tree_hash(package, [package / "report", package / "store"],
+                     (".py", ".js", ".css", ".html"), digest_size=16)
 
 
 def source_files(run_dir: Path) -> list[str]:
@@ -301,12 +285,12 @@ def export_run(run_dir: str | Path, *, charts: bool = False,
         # explorer compares with the journals' to know the exports are current
         for rel, data in written.items():
             _write(run_dir, rel, data, keep_identical=rel.startswith("cases/"))
-        inputs = {rel: _sha256_file(run_dir / rel) for rel in source_files(run_dir)}
+        inputs = {rel: sha256_file(run_dir / rel) for rel in source_files(run_dir)}
         provenance = {
             "schema_version": SCHEMA_VERSION, "run_id": source.run.run_id,
             "manifest_hash": summary.get("manifest_hash"), "cases": len(records),
             "exporter": {"name": "parquet_agent.report.exporter", "version": exporter_version()},
-            "exported_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "exported_at": utc_now(),
             "inputs": inputs,
             "outputs": {rel: "sha256:" + hashlib.sha256(data).hexdigest()
                         for rel, data in sorted(written.items())},

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import threading
 from datetime import datetime, timezone
@@ -23,6 +24,15 @@ from parquet_agent.errors import RunError
 def utc_now() -> str:
     """Now as a UTC ISO-8601 string with microseconds and a `Z`."""
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def sha256_file(path: Path) -> str:
+    """`sha256:<hex>` of a file, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return "sha256:" + h.hexdigest()
 
 
 def fsync_dir(path: Path) -> None:

@@ -42,12 +42,18 @@ def code_hash(package_dir: str | Path | None = None) -> str:
     """`b2:` over the package's code and data files (`.py` and the price table, report assets,
     ...): sorted relative paths and contents, nothing else."""
     root = Path(package_dir) if package_dir else Path(__file__).resolve().parents[1]
-    h = hashlib.blake2b(digest_size=32)
-    files = (p for p in root.rglob("*") if p.is_file() and p.suffix in CODE_SUFFIXES)
+    return tree_hash(root, [root], CODE_SUFFIXES)
+
+
+def tree_hash(root: Path, folders: Sequence[Path], suffixes: Sequence[str], *,
+              digest_size: int = 32) -> str:
+    """`b2:` over the files with `suffixes` under `folders`: their paths relative to `root`,
+    sorted, and their contents (`__pycache__` left out)."""
+    h = hashlib.blake2b(digest_size=digest_size)
+    files = [p for folder in folders for p in Path(folder).rglob("*")
+             if p.is_file() and p.suffix in suffixes and "__pycache__" not in p.parts]
     for path in sorted(files, key=lambda p: p.relative_to(root).as_posix()):
         rel = path.relative_to(root).as_posix()
-        if "__pycache__" in rel:
-            continue
         data = path.read_bytes()
         # length-prefixed, so moving bytes between a name and a file cannot collide
         h.update(f"{len(rel)}:{rel}:{len(data)}:".encode())
