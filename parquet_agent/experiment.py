@@ -78,6 +78,7 @@ from parquet_agent.store import (
     RunStore,
     freeze,
 )
+from parquet_agent.store.files import sha256_file
 from parquet_agent.store.journal import ATTEMPT_EVENTS
 from parquet_agent.tools import Tools
 
@@ -364,15 +365,12 @@ def _checked_snapshot(corpus: Path) -> CorpusSnapshot:
 def _input_hashes(config: ExperimentConfig) -> dict[str, str]:
     """Content hashes of the input files whose change would change results: the questions
     (texts and references, not only their ids), the scope file and scripted models' scripts."""
-    def h(path: Path) -> str:
-        return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-    hashes = {"questions": h(config.questions)}
+    hashes = {"questions": sha256_file(config.questions)}
     if config.scope is not None:
-        hashes["scope"] = h(config.scope)
+        hashes["scope"] = sha256_file(config.scope)
     for spec in (*config.models, config.judge):
         if spec.script:
-            hashes[f"script:{spec.name}"] = h(spec.script)
+            hashes[f"script:{spec.name}"] = sha256_file(Path(spec.script))
     return hashes
 
 
