@@ -462,9 +462,4 @@ def load_config(path: str | Path) -> ExperimentConfig:
 
 
 __all__ = ["ExperimentConfig", "Limits", "ModelSpec", "Sample", "validate_model", "model_to_dict", "STRATEGIES", "case_id",
-           "canonical_json", "config_hash_of", "load_config", "tagged_hash"]
-
-
-def config_hash_of(config_dict: Mapping[str, Any]) -> str:
-    """The hash of an already-serialised config (e.g. the one in a manifest)."""
-    return tagged_hash(canonical_json(dict(config_dict)))
+           "canonical_json", "load_config", "tagged_hash"]

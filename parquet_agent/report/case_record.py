@@ -82,13 +82,7 @@ class RunSource:
 
     def case_ids(self) -> list[str]:
         """Every case: the planned grid first (in grid order), then any other journal."""
-        try:
-            planned = self.run.planned_case_ids()
-        except (KeyError, TypeError, RunError):
-            planned = []
-        seen = set(planned)
-        extra = [c for c in self.run.case_ids() if c not in seen]
-        return planned + extra
+        return self.run.all_case_ids()
 
     def events(self, case_id: str) -> tuple[Event, ...]:
         try:

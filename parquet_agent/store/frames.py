@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from parquet_agent.stats import bootstrap_ci, percentile
-from parquet_agent.errors import RunError
 from parquet_agent.store.journal import ATTEMPT_EVENTS, RUN_JOURNAL
 
 if TYPE_CHECKING:
@@ -195,12 +194,7 @@ def cases_frame(run: Run) -> pd.DataFrame:
     """One row per case of the frozen grid: planned cases that never started are rows too
     (status `unfinished`), so summaries and charts count what the report counts."""
     events = run.all_events()
-    try:
-        planned = run.planned_case_ids()
-    except RunError:  # aborted before its manifest: only what the journals hold
-        planned = []
-    ids = list(dict.fromkeys([*planned, *(c for c in events if c != RUN_JOURNAL)]))
-    rows = [_case_row(cid, events.get(cid, ())) for cid in ids]
+    rows = [_case_row(cid, events.get(cid, ())) for cid in run.all_case_ids()]
     return pd.DataFrame(rows, columns=_CASE_COLUMNS)
 
 

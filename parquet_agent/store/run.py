@@ -240,6 +240,16 @@ class Run:
         return [case_id(q, model["name"], s) for q in m["question_ids"]
                 for model in m["config"]["models"] for s in m["config"]["strategies"]]
 
+    def all_case_ids(self) -> list[str]:
+        """Every case: the frozen grid first (in grid order), then any other journal (a run
+        aborted before its manifest has only the latter)."""
+        try:
+            planned = self.planned_case_ids()
+        except (KeyError, TypeError, RunError):
+            planned = []
+        seen = set(planned)
+        return planned + [c for c in self.case_ids() if c not in seen]
+
     def case_events(self, case_id: str, *, resolve: bool = True) -> tuple[Event, ...]:
         """Every event of one case, in order (a torn last line skipped). With `resolve`,
         offloaded tool texts are read back from the raw store into `model_text` / `output`."""

@@ -78,7 +78,7 @@ class RunStore:
         try:
             manifest = build_manifest(run_dir.name, utc_now(), config, frozen)
             (run_dir / JOURNAL_DIR).mkdir()
-            (run_dir / "raw").mkdir(exist_ok=True)  # the writable Run made it already
+            (run_dir / "raw").mkdir(exist_ok=True)
             data = json.dumps(manifest, indent=1, ensure_ascii=False, sort_keys=True).encode()
             atomic_write_bytes(run_dir / MANIFEST, data + b"\n")
         except BaseException:
