@@ -22,6 +22,7 @@ columns of the header sidecar.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from datetime import date
@@ -38,6 +39,9 @@ class IssuerHeader:
     period: str | None = None  # YYYY-MM-DD
     filing_date: str | None = None  # YYYY-MM-DD
     cik: str | None = None  # digits, no zero padding
+
+
+_KEYS = tuple(f.name for f in dataclasses.fields(IssuerHeader))
 
 
 # --- normalisation ---------------------------------------------------------------------------
@@ -392,9 +396,15 @@ def parse_header(markdown: str | None) -> IssuerHeader:
     head = markdown[:COVER_WINDOW]
     top = head[:LABEL_WINDOW]
     fields: dict = {}
-    for source in (_sgml(top), _labelled(top[:FIELD_WINDOW]), _ixbrl_preamble(top[:FIELD_WINDOW]), _cover(head)):
-        for key, value in source.items():
+    # most authoritative first; a later source only fills gaps, so stop once nothing is
+    # missing (the cover-page scan of up to 100k characters is the costly one)
+    sources = (lambda: _sgml(top), lambda: _labelled(top[:FIELD_WINDOW]),
+               lambda: _ixbrl_preamble(top[:FIELD_WINDOW]), lambda: _cover(head))
+    for source in sources:
+        for key, value in source().items():
             fields.setdefault(key, value)
+        if all(key in fields for key in _KEYS):
+            break
     company = fields.get("company")
     if company:
         # names stay as written (charter spelling); only markup and stray punctuation go
