@@ -51,12 +51,13 @@ def ensure_sample(folder: Path) -> Path:
     if (folder / "questions.jsonl").exists() and (folder / "_index" / "index.json").exists():
         return folder
     from parquet_agent.corpus.index import build_index
+    from parquet_agent.corpus.manifest import read_corpus_manifest
     from parquet_agent.corpus.synthetic import build_corpus
 
     print(f"building the sample corpus ({SAMPLE_ROWS} filings) in {folder} ...", flush=True)
     result = build_corpus(folder, rows=SAMPLE_ROWS, seed=SAMPLE_SEED)
     print(result.summary(), flush=True)
-    build_index(folder)
+    build_index(folder, snapshot=read_corpus_manifest(folder).snapshot)  # hashed once
     return folder
 
 

@@ -242,9 +242,11 @@ def _write_oracle(folder: Path, rows: dict[str, dict], pages: dict[str, tuple[st
         writer.write(pa.Table.from_pylist(records, schema=CORPUS_SCHEMA))
     from parquet_agent.corpus.index import build_index
     from parquet_agent.corpus.manifest import write_corpus_manifest
+    from parquet_agent.corpus.snapshot import CorpusSnapshot
 
-    build_index(folder)
-    write_corpus_manifest(folder, kind="imported", origin={
+    snapshot = CorpusSnapshot.take(folder)  # hashed once for the index and the manifest
+    build_index(folder, snapshot=snapshot)
+    write_corpus_manifest(folder, kind="imported", snapshot=snapshot, origin={
         "derived_from": "FinanceBench pack corpus/ (one row per gold evidence page)",
         "pages": [{"file_stem": o, "source_file_stem": s, "page": p}
                   for o, (s, p) in sorted(pages.items())],

@@ -19,12 +19,14 @@ from pathlib import Path
 
 def _build(args: argparse.Namespace) -> int:
     from parquet_agent.corpus.index import build_index
+    from parquet_agent.corpus.manifest import read_corpus_manifest
     from parquet_agent.corpus.synthetic import build_corpus
 
     out = Path(args.out)
     result = build_corpus(out, rows=args.rows, seed=args.seed, jobs=args.jobs)
     print(result.summary())
-    print(build_index(out).summary())
+    # the snapshot the manifest recorded a moment ago: no second pass hashing every file
+    print(build_index(out, snapshot=read_corpus_manifest(out).snapshot).summary())
     return 0
 
 
@@ -35,8 +37,10 @@ def _prepare(args: argparse.Namespace) -> int:
     print(result.summary())
     if not args.no_index:
         from parquet_agent.corpus.index import build_index
+        from parquet_agent.corpus.manifest import read_corpus_manifest
 
-        print(build_index(Path(args.out)).summary())
+        out = Path(args.out)
+        print(build_index(out, snapshot=read_corpus_manifest(out).snapshot).summary())
     return 0
 
 

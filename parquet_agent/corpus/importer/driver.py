@@ -52,8 +52,11 @@ from parquet_agent.corpus.importer.pdf_text import (
 )
 from parquet_agent.corpus.importer.records import Converted, Skipped, header_block, resolve
 from parquet_agent.corpus.importer.sgml import is_sgml, read_sgml
+from parquet_agent.corpus.index import build_index
 from parquet_agent.corpus.layout import LayoutWriter
+from parquet_agent.corpus.manifest import write_corpus_manifest
 from parquet_agent.corpus.schema import CORPUS_SCHEMA
+from parquet_agent.corpus.snapshot import CorpusSnapshot
 from parquet_agent.errors import UsageError
 
 IMPORTER_VERSION = 1
@@ -244,7 +247,9 @@ def import_corpus(
     imported = tuple(sorted((e[0] for e in rows.values()), key=lambda r: r.file_stem))
     parquet_files = _write(out, list(rows.values()))
     rows.clear()  # let the Markdown go before the index build reads it back
-    index_built = _build_index(out) if index and imported else False
+    snapshot = CorpusSnapshot.take(out) if imported else None  # hashed once: index + manifest
+    if index and imported:
+        build_index(out, snapshot=snapshot)
     skipped.sort(key=lambda s: s.source)
     origin = {
         "importer_version": IMPORTER_VERSION,
@@ -253,17 +258,15 @@ def import_corpus(
         "imported": [r.to_json() for r in imported],
         "skipped": [asdict(s) for s in skipped],
     }
-    from parquet_agent.corpus.manifest import write_corpus_manifest
-
     if imported:
-        write_corpus_manifest(out, origin=origin, kind="imported")
+        write_corpus_manifest(out, origin=origin, kind="imported", snapshot=snapshot)
     return ImportResult(
         out=out,
         imported=imported,
         skipped=tuple(skipped),
         metadata_files=tuple(metadata_files),
         parquet_files=tuple(parquet_files),
-        index_built=index_built,
+        index_built=bool(index and imported),
         seconds=time.perf_counter() - started,
     )
 
@@ -336,11 +339,3 @@ def _write(out: Path, entries: list[tuple[ImportedFile, bytes, bool, str]]) -> l
     return names
 
 
-def _build_index(out: Path) -> bool:
-    """Build the sidecar index when the corpus piece provides it (it lands separately)."""
-    try:
-        from parquet_agent.corpus.index import build_index
-    except ImportError:
-        return False
-    build_index(out)
-    return True
