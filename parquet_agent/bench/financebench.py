@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -43,6 +42,7 @@ from parquet_agent.corpus.layout import LayoutWriter
 from parquet_agent.corpus.questions import Evidence, Question, Reference, write_questions
 from parquet_agent.corpus.schema import CORPUS_SCHEMA
 from parquet_agent.errors import UsageError
+from parquet_agent.store.files import atomic_write_bytes
 
 SCHEMA_VERSION = 1
 QUESTIONS_FILE = Path("questions") / "financebench_open_source.jsonl"
@@ -154,7 +154,9 @@ def build_pack(source: str | Path, out: str | Path, *, jobs: int = 1) -> PackRes
             if stem is None:
                 raise UsageError(f"{qid}: evidence names {ev['doc_name']}, not in the corpus")
             md = rows[stem]["parsed_md"]
-            spans = spans_cache.setdefault(stem, page_spans(md))
+            if stem not in spans_cache:  # setdefault would compute the spans every time
+                spans_cache[stem] = page_spans(md)
+            spans = spans_cache[stem]
             page = int(ev["evidence_page_num"]) + 1
             loc = locate(ev["evidence_text"], md, _page_body_span(spans, page, md))
             if not loc.verified:
@@ -255,6 +257,4 @@ def _write_oracle(folder: Path, rows: dict[str, dict], pages: dict[str, tuple[st
 
 
 def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_bytes(path, (json.dumps(data, indent=1, ensure_ascii=False) + "\n").encode())

@@ -40,14 +40,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from parquet_agent.corpus.headers import normalize_cik, normalize_company, parse_header
+from parquet_agent.corpus.headers import COVER_WINDOW, normalize_cik, normalize_company, parse_header
 from parquet_agent.corpus.snapshot import CorpusSnapshot
 from parquet_agent.errors import StaleIndexError
 
 SCHEMA_VERSION = 1
 INDEX_DIR = "_index"
 HEADER_CHARS = 2000  # kept for display and ILIKE search
-PARSE_CHARS = 100_000  # cover pages of converted inline-XBRL filings sit 14-70k chars in
+PARSE_CHARS = COVER_WINDOW  # what parse_header reads: iXBRL cover pages sit 14-70k chars in
 BATCH_ROWS = 256  # rows decoded at once; bounds memory on plain one-row-group exports
 
 SMALL_COLUMNS = ("accession", "year", "month", "char_count", "md5", "has_ocr", "source_format")

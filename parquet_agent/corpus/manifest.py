@@ -24,13 +24,13 @@ human-readable form so that the same file can serve as an expected-shape manifes
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from parquet_agent.corpus.snapshot import CorpusSnapshot
 from parquet_agent.errors import CorpusError
+from parquet_agent.store.files import atomic_write_bytes
 
 SCHEMA_VERSION = 1
 MANIFEST_NAME = "manifest.json"
@@ -118,9 +118,7 @@ def write_corpus_manifest(
         rows_digests={f.name: rows_digest(folder / f.name) for f in snapshot.files},
     )
     path = folder / MANIFEST_NAME
-    tmp = path.with_name(f".{MANIFEST_NAME}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(manifest.to_json(), indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_bytes(path, (json.dumps(manifest.to_json(), indent=2) + "\n").encode())
     return path
 
 
