@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import json
 import os
 import resource
 import shutil
@@ -293,8 +292,3 @@ def prepare(
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return PrepareResult(src, out, tuple(files), time.monotonic() - started, peak, bad, fingerprint)
 
-
-def load_lineage(out: str | Path) -> dict:
-    """The `origin` (lineage) of a prepared folder, from its manifest."""
-    data = json.loads((Path(out) / "manifest.json").read_text(encoding="utf-8"))
-    return data["origin"]

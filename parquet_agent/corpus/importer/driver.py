@@ -283,6 +283,7 @@ def _collect(results, candidates, skipped: list[Skipped]) -> dict[str, tuple]:
         res = resolve(conv, doc_name)
         head = conv.header if conv.header is not None else header_block(conv.facts)
         parsed_md = (head + "\n\n" + conv.body) if head else conv.body
+        data = parsed_md.encode("utf-8")  # once, for the md5 and for storage
         record = ImportedFile(
             source=rel,
             source_hash=digest,
@@ -293,12 +294,12 @@ def _collect(results, candidates, skipped: list[Skipped]) -> dict[str, tuple]:
             year=res.year,
             month=res.month,
             char_count=len(parsed_md),
-            md5=hashlib.md5(parsed_md.encode("utf-8")).hexdigest(),
+            md5=hashlib.md5(data).hexdigest(),
             facts={k: {"value": f.value, "source": f.source} for k, f in conv.facts.items()},
             notes=res.notes,
         )
         # held as UTF-8 bytes: a str with one non-ASCII character costs 2-4 bytes per character
-        entry = (record, parsed_md.encode("utf-8"), conv.has_ocr, conv.source_format)
+        entry = (record, data, conv.has_ocr, conv.source_format)
         other = rows.get(res.file_stem)
         if other is None:
             rows[res.file_stem] = entry

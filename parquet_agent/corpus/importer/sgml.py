@@ -100,15 +100,15 @@ def read_sgml(raw: bytes, source: str) -> Converted:
         raise ValueError("the primary document is uuencoded (PDF or binary): not supported")
     if _HTML_HINT.search(body[:20000]):
         doc = html_to_markdown(body)
-        markdown, reader = doc.markdown, "sgml"
+        markdown = doc.markdown
         put(facts, "cik", normalize_cik(doc.dei.get("EntityCentralIndexKey")),
             "dei:EntityCentralIndexKey")
     else:
-        markdown, reader = tidy_text(body), "sgml"
+        markdown = tidy_text(body)
         notes.append("plain-text primary document kept as text (its tables are space-aligned)")
     return Converted(
         source=source,
-        reader=reader,
+        reader="sgml",
         source_format="sgml",
         body=markdown,
         facts=facts,

@@ -123,27 +123,27 @@ def _write_month(out: str, month: int, specs: tuple[FilingSpec, ...], seed: int,
         for v in cols.values():
             v.clear()
 
-    writer = LayoutWriter(tmp)
     try:
-        for spec in specs:
-            text = render(spec, book, pool).text
-            cols["accession"].append(spec.accession)
-            cols["file_stem"].append(spec.file_stem)
-            cols["year"].append(spec.filed.year)
-            cols["month"].append(spec.filed.month)
-            data = text.encode("utf-8")
-            cols["parsed_md"].append(data)
-            cols["char_count"].append(len(text))
-            cols["md5"].append(hashlib.md5(data).hexdigest())
-            cols["has_ocr"].append(spec.ocr)
-            cols["source_format"].append(spec.source_format)
-            pending_text += len(data)
-            if len(cols["file_stem"]) >= _BATCH_ROWS or pending_text >= _BATCH_TEXT:
+        with LayoutWriter(tmp) as writer:  # closes the Parquet writer on error too
+            for spec in specs:
+                text = render(spec, book, pool).text
+                cols["accession"].append(spec.accession)
+                cols["file_stem"].append(spec.file_stem)
+                cols["year"].append(spec.filed.year)
+                cols["month"].append(spec.filed.month)
+                data = text.encode("utf-8")
+                cols["parsed_md"].append(data)
+                cols["char_count"].append(len(text))
+                cols["md5"].append(hashlib.md5(data).hexdigest())
+                cols["has_ocr"].append(spec.ocr)
+                cols["source_format"].append(spec.source_format)
+                pending_text += len(data)
+                if len(cols["file_stem"]) >= _BATCH_ROWS or pending_text >= _BATCH_TEXT:
+                    flush(writer)
+                    pending_text = 0
+            if cols["file_stem"]:
                 flush(writer)
-                pending_text = 0
-        if cols["file_stem"]:
-            flush(writer)
-        written = writer.close()  # LayoutWriter.close is not idempotent: no `with` here
+            written = writer.close()
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

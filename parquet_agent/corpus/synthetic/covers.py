@@ -39,7 +39,6 @@ FORM_TITLES = {
     "NT 10-K": "NOTIFICATION OF LATE FILING",
     "13F-HR": "FORM 13F COVER PAGE",
 }
-SGML_TYPES = {"4": "4", "3": "3"}
 
 
 def long_date(d: dt.date) -> str:

@@ -262,7 +262,7 @@ class _Maker:
         form_words = {"8-K": "current reports on Form 8-K", "4": "Form 4 insider ownership reports concerning",
                       "10-Q": "quarterly reports on Form 10-Q", "SC 13G/A": "Schedule 13G/A amendments concerning"}
         for company, form, month in chosen:
-            if made >= (n if not alias else n):
+            if made >= n:
                 break
             c = self.book.companies[company]
             if alias and not (c.brand and c.index in self.has_annual):
