@@ -24,13 +24,13 @@ from dataclasses import dataclass
 
 from parquet_agent.models.transport import Exchange
 
-_RETRY_STATUSES = frozenset({408, 409, 429})
+_RETRY_STATUSES = frozenset({408, 409})  # 429 and 5xx have their own branches below
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Bounded attempts with backoff. `retry_after_cap_s` bounds a server-requested wait; a
-    longer request fails the call rather than stalling a run for minutes."""
+    """Bounded attempts with backoff. `retry_after_cap_s` bounds a server-requested wait: a
+    longer Retry-After is waited only up to the cap, so one reply cannot stall a run."""
 
     max_attempts: int = 4
     base_delay_s: float = 0.5
