@@ -2,9 +2,11 @@
 
 `build_index(folder)` writes `folder/_index/` (contract in `docs/architecture.md`):
 
-- `index.parquet`: `file_stem, file, row_group, row_in_group, accession, year, month,
-  char_count, md5, has_ocr, source_format`, one row per corpus row, sorted by `file_stem`
-  (`file` is relative to the folder);
+- `index.parquet`: `file_stem, file, row_group, row_in_group, md_page_offset, md_page_bytes,
+  md_row_in_page, accession, year, month, char_count, md5, has_ocr, source_format`, one row per
+  corpus row, sorted by `file_stem` (`file` is relative to the folder; the `md_page_*` columns
+  locate the data page holding the row's `parsed_md`, see `pages.py`, and are null where that
+  column chunk cannot be read page by page);
 - `headers.parquet`: `file_stem, file, company, form_type, period, filing_date, cik` (digits, no
   padding), `header` (the first 2,000 characters), and search helpers: `company_norm` (lower
   case, punctuation and legal suffixes dropped, see `headers.normalize_company`), `cik_int`
@@ -36,15 +38,17 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from parquet_agent.corpus.headers import COVER_WINDOW, normalize_cik, normalize_company, parse_header
+from parquet_agent.corpus.pages import PageFormatError, column_pages
 from parquet_agent.corpus.snapshot import CorpusSnapshot
 from parquet_agent.errors import StaleIndexError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the md_page_* columns
 INDEX_DIR = "_index"
 HEADER_CHARS = 2000  # kept for display and ILIKE search
 PARSE_CHARS = COVER_WINDOW  # what parse_header reads: iXBRL cover pages sit 14-70k chars in
@@ -58,6 +62,9 @@ INDEX_SCHEMA = pa.schema(
         ("file", pa.string()),
         ("row_group", pa.int32()),
         ("row_in_group", pa.int32()),
+        ("md_page_offset", pa.int64()),
+        ("md_page_bytes", pa.int32()),
+        ("md_row_in_page", pa.int32()),
         ("accession", pa.string()),
         ("year", pa.int32()),
         ("month", pa.int32()),
@@ -117,10 +124,35 @@ def _int_or_none(text: str | None) -> int | None:
     return int(text) if text else None
 
 
+def _text_pages(path: Path, meta: pq.FileMetaData) -> list[dict | None]:
+    """Per row group: the `md_page_*` columns of its rows, or None (not readable by page)."""
+    column = meta.schema.to_arrow_schema().get_field_index("parsed_md")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        groups: list[dict | None] = []
+        for g in range(meta.num_row_groups):
+            try:
+                spans = column_pages(fd, meta, g, column)
+            except PageFormatError:
+                groups.append(None)
+                continue
+            pages = np.repeat(np.arange(len(spans)), [s.rows for s in spans])
+            first = np.array([s.first_row for s in spans], np.int64)
+            groups.append({
+                "md_page_offset": np.array([s.offset for s in spans], np.int64)[pages],
+                "md_page_bytes": np.array([s.size for s in spans], np.int32)[pages],
+                "md_row_in_page": (np.arange(len(pages)) - first[pages]).astype(np.int32),
+            })
+        return groups
+    finally:
+        os.close(fd)
+
+
 def _index_file(path: Path, name: str, index_parts: list, headers_writer, found: dict) -> None:
     # buffered reads: a plain export's ~1 GiB row group streams page by page (bounded memory)
     pf = pq.ParquetFile(path, buffer_size=4 * 1024 * 1024, pre_buffer=False)
     meta = pf.metadata
+    text_pages = _text_pages(path, meta)
     for g in range(meta.num_row_groups):
         offset = 0
         for batch in pf.iter_batches(
@@ -129,6 +161,7 @@ def _index_file(path: Path, name: str, index_parts: list, headers_writer, found:
             n = batch.num_rows
             stems = batch.column("file_stem")
             small = {c: batch.column(c) for c in SMALL_COLUMNS}
+            pages = text_pages[g]
             index_parts.append(
                 pa.table(
                     {
@@ -136,6 +169,10 @@ def _index_file(path: Path, name: str, index_parts: list, headers_writer, found:
                         "file": pa.array([name] * n, pa.string()),
                         "row_group": pa.array([g] * n, pa.int32()),
                         "row_in_group": pa.array(range(offset, offset + n), pa.int32()),
+                        **{
+                            k: pa.nulls(n) if pages is None else pages[k][offset : offset + n]
+                            for k in ("md_page_offset", "md_page_bytes", "md_row_in_page")
+                        },
                         **small,
                     }
                 ).cast(INDEX_SCHEMA)
@@ -196,8 +233,6 @@ def _sort_headers(
        groups; an LRU cache keeps the groups two chunks share).
     DuckDB's `ORDER BY` ran out of memory here at full scale (2,000-character header payload
     under a 256 MiB limit), and the 1.3 GB of header text must not be held at once."""
-    import numpy as np
-
     runs = tmp_dir / "runs.parquet"
     with pq.ParquetWriter(runs, HEADERS_SCHEMA, compression="zstd", compression_level=1) as w:
         for batch in pq.ParquetFile(unsorted).iter_batches(batch_size=run_rows):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 
 import duckdb
@@ -11,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from parquet_agent.corpus.index import CorpusIndex, build_index
+from parquet_agent.corpus.pages import column_format, read_cell
 from parquet_agent.corpus.snapshot import CorpusSnapshot
 from parquet_agent.errors import StaleIndexError
 
@@ -41,12 +43,37 @@ def test_lookups_equal_a_full_scan(make_corpus, layout):
     assert index.locate("zzzz") is None and index.read_row("") is None
 
 
+@pytest.mark.parametrize("layout", ["plain", "ready"])
+def test_every_indexed_page_holds_its_row(make_corpus, layout):
+    folder = make_corpus(rows=150, layout=layout)
+    build_index(folder)
+    idx = pq.read_table(folder / "_index" / "index.parquet").to_pylist()
+    unknown = [r for r in idx if r["md_page_offset"] is None]
+    # a plain export's dictionary-encoded Markdown is read by row group (the index says so)
+    assert len(unknown) == (0 if layout == "ready" else len(idx))
+    for name in {r["file"] for r in idx if r["md_page_offset"] is not None}:
+        meta = pq.read_metadata(folder / name)
+        column = meta.schema.to_arrow_schema().get_field_index("parsed_md")
+        fd = os.open(folder / name, os.O_RDONLY)
+        try:
+            for r in (r for r in idx if r["file"] == name and r["md_page_offset"] is not None):
+                codec, nullable = column_format(meta, r["row_group"], column)
+                cell = read_cell(fd, r["md_page_offset"], r["md_page_bytes"], r["md_row_in_page"],
+                                 codec=codec, nullable=nullable)
+                (expected,) = _scan(folder, r["file_stem"])
+                assert (cell.decode() if cell is not None else None) == expected["parsed_md"]
+        finally:
+            os.close(fd)
+
+
 def test_index_tables_have_the_contract_columns(make_corpus):
     folder = make_corpus(rows=80, layout="ready")
     build_index(folder)
     idx = pq.read_table(folder / "_index" / "index.parquet")
-    assert idx.column_names == ["file_stem", "file", "row_group", "row_in_group", "accession",
+    assert idx.column_names == ["file_stem", "file", "row_group", "row_in_group",
+                                "md_page_offset", "md_page_bytes", "md_row_in_page", "accession",
                                 "year", "month", "char_count", "md5", "has_ocr", "source_format"]
+    assert idx["md_page_offset"].null_count == 0  # the tool-ready layout is readable by page
     assert idx["file_stem"].to_pylist() == sorted(idx["file_stem"].to_pylist())
     hdr = pq.read_table(folder / "_index" / "headers.parquet")
     for col in ("file_stem", "file", "company", "form_type", "period", "filing_date", "cik",
@@ -56,7 +83,7 @@ def test_index_tables_have_the_contract_columns(make_corpus):
     assert hdr["file_stem"].to_pylist() == sorted(hdr["file_stem"].to_pylist())
     assert max(len(h) for h in hdr["header"].to_pylist()) <= 2000
     info = json.loads((folder / "_index" / "index.json").read_text())
-    assert info["schema_version"] == 1
+    assert info["schema_version"] == 2
     assert info["snapshot_id"] == CorpusSnapshot.take(folder).snapshot_id
     assert not [p for p in folder.iterdir() if p.name.startswith("_index.")]  # no temp leftovers
 
