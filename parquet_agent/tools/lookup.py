@@ -7,7 +7,8 @@ search and a header-search page is a few boolean-mask operations over the rows.
 Everything here is built from our own sidecar files by trusted code; the untrusted query only
 ever becomes dictionary keys and binary-search probes, never code, SQL or a regular expression.
 
-- `RowIndex`: `file_stem -> (file, row_group, row_in_group)` from `_index/index.parquet`.
+- `RowIndex`: `file_stem -> RowLocation` (file, row group, row, and the data page holding its
+  `parsed_md`) from `_index/index.parquet`.
 - `HeaderSearch`: every query word must match some field: a prefix of a word of the company
   name (as normalised by the index builder, so "Inc."/"Corp" carry no weight), the form type,
   the CIK (any zero padding), a period or filing-date prefix (YYYY, YYYY-MM, YYYY-MM-DD) or a
@@ -17,6 +18,7 @@ ever becomes dictionary keys and binary-search probes, never code, SQL or a regu
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -28,7 +30,8 @@ MAX_TERMS = 8
 _DATE_PREFIX = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 DISPLAY_COLUMNS = ("file_stem", "company", "form_type", "period", "filing_date", "cik", "file")
 HEADER_COLUMNS = (*DISPLAY_COLUMNS, "company_norm", "cik_int")
-INDEX_COLUMNS = ("file_stem", "file", "row_group", "row_in_group")
+PAGE_COLUMNS = ("md_page_offset", "md_page_bytes", "md_row_in_page")
+INDEX_COLUMNS = ("file_stem", "file", "row_group", "row_in_group", *PAGE_COLUMNS)
 _TOP = "\U0010ffff"
 
 
@@ -45,6 +48,13 @@ def _bisect(values: pa.Array, key: str, *, right: bool = False) -> int:
     return lo
 
 
+class RowLocation(NamedTuple):
+    file: str
+    row_group: int
+    row_in_group: int
+    page: tuple[int, int, int] | None  # parsed_md's data page: (offset, bytes, row in page)
+
+
 class RowIndex:
     def __init__(self, table: pa.Table):
         table = _sorted_by_stem(table.select(list(INDEX_COLUMNS)))
@@ -54,12 +64,16 @@ class RowIndex:
         self._codes = files.indices.to_numpy(zero_copy_only=False)
         self._groups = table.column("row_group").to_numpy()
         self._rows = table.column("row_in_group").to_numpy()
+        # -1 where the row's page is unknown (its column chunk is not readable page by page)
+        self._pages = [pc.fill_null(table.column(c), -1).to_numpy() for c in PAGE_COLUMNS]
 
-    def locate(self, file_stem: str) -> tuple[str, int, int] | None:
+    def locate(self, file_stem: str) -> RowLocation | None:
         i = _bisect(self._stems, file_stem)
         if i == len(self._stems) or self._stems[i].as_py() != file_stem:
             return None
-        return self._files[self._codes[i]], int(self._groups[i]), int(self._rows[i])
+        page = tuple(int(column[i]) for column in self._pages)
+        return RowLocation(self._files[self._codes[i]], int(self._groups[i]), int(self._rows[i]),
+                           page if page[0] >= 0 else None)
 
 
 def _sorted_by_stem(table: pa.Table) -> pa.Table:

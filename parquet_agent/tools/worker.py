@@ -24,7 +24,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from parquet_agent.tools.gate import GateRejection, _first_line, parse_select
-from parquet_agent.tools.lookup import HeaderSearch, RowIndex
+from parquet_agent.corpus.pages import PageFormatError, column_format, read_cell
+from parquet_agent.tools.lookup import HeaderSearch, RowIndex, RowLocation
 from parquet_agent.tools.render import OutputLimits, bound_rows, jsonable
 from parquet_agent.tools.server import read_frame, write_frame
 from parquet_agent.tools.sandbox import (
@@ -238,26 +239,19 @@ def _locate_row(file_stem: str, columns: list[str] | None, ctx: Context,
                 groups: dict | None = None) -> pa.Table:
     """The one source row of `file_stem`, read with pyarrow (the agent's DuckDB reads no file).
 
-    With the sidecar index: a binary search in the server-built `RowIndex`, then one row group
-    of one corpus file. Without it: min/max statistics on the sorted `file_stem` column prune
-    the row groups, as DuckDB's own pruning would. Either way only one row group's Markdown is
-    decompressed. Files are opened through /proc/self/fd paths (a new open file description,
-    so concurrent workers never share a file offset).
+    With the sidecar index: a binary search in the server-built `RowIndex`, then `parsed_md`
+    from the one data page that holds it and the small columns from the row group. Without it:
+    min/max statistics on the sorted `file_stem` column prune the row groups, as DuckDB's own
+    pruning would, and the row group is read. Files are opened through /proc/self/fd paths (a
+    new open file description, so concurrent workers never share a file offset).
     """
     if ctx.row_index is not None:
         found = ctx.row_index.locate(file_stem)
         if found is None:
             raise JobError("not_found", _not_found(file_stem))
-        file, group, row_in_group = found
-        if file not in ctx.files:
-            raise JobError("not_found", f"the index points {file_stem!r} at {file!r}, which is not in this snapshot; rebuild the index")
-        key = (file, group)
-        table = groups.get(key) if groups is not None else None
-        if table is None:
-            table = _parquet(file, ctx).read_row_group(group, columns=columns, use_threads=False)
-            if groups is not None:
-                groups[key] = table
-        row = table.slice(row_in_group, 1)
+        if found.file not in ctx.files:
+            raise JobError("not_found", f"the index points {file_stem!r} at {found.file!r}, which is not in this snapshot; rebuild the index")
+        row = _read_row(found, columns, ctx, {} if groups is None else groups)
         if row.num_rows != 1 or row.column("file_stem")[0].as_py() != file_stem:
             raise JobError("not_found", f"the index entry for {file_stem!r} is stale; rebuild the index")
         return row
@@ -267,6 +261,36 @@ def _locate_row(file_stem: str, columns: list[str] | None, ctx: Context,
         if found is not None:
             return handle.read_row_group(found[0], columns=columns, use_threads=False).slice(found[1], 1)
     raise JobError("not_found", _not_found(file_stem))
+
+
+def _read_row(found: RowLocation, columns: list[str] | None, ctx: Context, groups: dict) -> pa.Table:
+    """One indexed row; `groups` caches the row-group reads that several rows can share."""
+    handle = _parquet(found.file, ctx)
+    names = list(columns or handle.schema_arrow.names)
+    by_page = found.page is not None and "parsed_md" in names
+    if by_page:
+        try:
+            text = _read_text(found, handle, ctx)
+        except PageFormatError:
+            by_page = False  # the row group has it too
+    read = [n for n in names if n != "parsed_md"] if by_page else names
+    key = (found.file, found.row_group, tuple(read))
+    if key not in groups:
+        groups[key] = handle.read_row_group(found.row_group, columns=read, use_threads=False)
+    row = groups[key].slice(found.row_in_group, 1)
+    if not by_page:
+        return row
+    field = handle.schema_arrow.field("parsed_md")
+    return row.add_column(names.index("parsed_md"), field, pa.array([text], field.type))
+
+
+def _read_text(found: RowLocation, handle: pq.ParquetFile, ctx: Context) -> str | None:
+    """`parsed_md` of an indexed row, decompressing only its data page (`corpus/pages.py`)."""
+    column = handle.schema_arrow.get_field_index("parsed_md")
+    codec, nullable = column_format(handle.metadata, found.row_group, column)
+    offset, size, row_in_page = found.page
+    value = read_cell(ctx.files[found.file], offset, size, row_in_page, codec=codec, nullable=nullable)
+    return None if value is None else value.decode("utf-8")
 
 
 def _parquet(file: str, ctx: Context) -> pq.ParquetFile:

@@ -60,9 +60,11 @@ def test_pages_and_information_free_queries(search):
 
 def test_row_index_locates_first_of_duplicates():
     index = RowIndex(pa.table({"file_stem": ["b", "a", "b"], "file": ["f2", "f1", "f1"],
-                               "row_group": [3, 0, 1], "row_in_group": [4, 0, 2]}))
-    assert index.locate("a") == ("f1", 0, 0)
-    assert index.locate("b") in {("f1", 1, 2), ("f2", 3, 4)}
+                               "row_group": [3, 0, 1], "row_in_group": [4, 0, 2],
+                               "md_page_offset": [None, 4, 900], "md_page_bytes": [None, 800, 70],
+                               "md_row_in_page": [None, 0, 1]}))
+    assert index.locate("a") == ("f1", 0, 0, (4, 800, 0))
+    assert index.locate("b") in {("f1", 1, 2, (900, 70, 1)), ("f2", 3, 4, None)}
     assert index.locate("c") is None and index.locate("") is None
 
 
