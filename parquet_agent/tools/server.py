@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import gc
 import json
 import os
 import selectors
@@ -146,6 +147,7 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> None:  # pragma: no cover - 
     files = {f["name"]: os.open(f["path"], os.O_RDONLY) for f in config["files"]}
     started = time.monotonic()
     ctx = _prepare(config, files)
+    gc.freeze()  # children never scan (and so never copy) the server's objects in a collection
     ctx_ms = round((time.monotonic() - started) * 1000, 1)
     limits = config["limits"]
     threads = len(os.listdir("/proc/self/task"))
