@@ -4,7 +4,9 @@
 
 Measures (medians; p50 = median of per-call times):
 - scoped read of one filing (`sql` with file_stem, and `read_filing`) vs the floor: the same
-  row group read directly with pyarrow in this process (locate + open + read_row_group);
+  row group read directly with pyarrow in this process (locate + open + read_row_group); also
+  the filing's Markdown read in this process from its own data page (what a worker does, without
+  the sandbox);
 - the scoped read vs a plain `WHERE file_stem = ?` over the same rows in the plain-export layout
   (one row group per file), with DuckDB unlimited and under the worker's 128 MiB limit;
 - pool overhead per call: a trivial `sql` call (`SELECT 1`), fork + harden + lock + gate + answer;
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import statistics
@@ -35,8 +38,9 @@ import psutil
 import pyarrow.parquet as pq
 
 from parquet_agent.corpus.index import CorpusIndex
+from parquet_agent.corpus.pages import column_format, read_cell
 from parquet_agent.tools import Tools
-from parquet_agent.tools.lookup import HEADER_COLUMNS, HeaderSearch
+from parquet_agent.tools.lookup import HEADER_COLUMNS, INDEX_COLUMNS, HeaderSearch, RowIndex
 
 SCHEMA_VERSION = 1
 
@@ -67,18 +71,35 @@ def worker_cpu(tools: Tools, tool: str, args: dict) -> tuple[float, dict]:
     return answer.data.get("cpu_s", 0.0) * 1000, answer.data.get("phases_ms", {})
 
 
-def floor_read(index: CorpusIndex, stem: str, columns: list[str] | None) -> None:
+def floor_read(index: CorpusIndex, stem: str, columns: list[str] | None, footers: dict) -> None:
+    """The floor: locate, then pyarrow reads the row group (footers parsed once, as a worker has them)."""
     loc = index.locate(stem)
-    pq.ParquetFile(loc.path).read_row_group(loc.row_group, columns=columns, use_threads=False).slice(loc.row_in_group, 1)
+    handle = pq.ParquetFile(loc.path, metadata=footers[loc.file], pre_buffer=False)
+    handle.read_row_group(loc.row_group, columns=columns, use_threads=False).slice(loc.row_in_group, 1)
+
+
+def page_read(rows: RowIndex, corpus: Path, stem: str, footers: dict) -> None:
+    """Locate + read + decode one filing's Markdown page (footers parsed once, as a worker has them)."""
+    found = rows.locate(stem)
+    meta = footers[found.file]
+    codec, nullable = column_format(meta, found.row_group, meta.schema.to_arrow_schema().get_field_index("parsed_md"))
+    fd = os.open(corpus / found.file, os.O_RDONLY)
+    try:
+        read_cell(fd, *found.page, codec=codec, nullable=nullable).decode()
+    finally:
+        os.close(fd)
 
 
 def scoped_reads(tools: Tools, index: CorpusIndex, stems: list[str]) -> dict:
+    rows = RowIndex(pq.read_table(index.index_path, columns=list(INDEX_COLUMNS)))
+    footers = {p.name: pq.read_metadata(p) for p in index.folder.glob("*.parquet")}
+    page = [timed(lambda: page_read(rows, index.folder, stem, footers)) for stem in stems if rows.locate(stem).page]
     floor_all, floor_md, scoped, reads, errors = [], [], [], [], []
     floor_cpu, scoped_cpu, read_cpu, locate = [], [], [], []
     for stem in stems:
-        floor_all.append(timed(lambda: floor_read(index, stem, None)))
-        floor_md.append(timed(lambda: floor_read(index, stem, ["file_stem", "parsed_md"])))
-        floor_cpu.append(cpu_timed(lambda: floor_read(index, stem, None)))
+        floor_all.append(timed(lambda: floor_read(index, stem, None, footers)))
+        floor_md.append(timed(lambda: floor_read(index, stem, ["file_stem", "parsed_md"], footers)))
+        floor_cpu.append(cpu_timed(lambda: floor_read(index, stem, None, footers)))
         cpu, phases = worker_cpu(tools, "sql", {"query": "SELECT length(parsed_md) AS n FROM filing", "file_stem": stem})
         scoped_cpu.append(cpu)
         locate.append(phases.get("locate", 0.0))
@@ -90,6 +111,7 @@ def scoped_reads(tools: Tools, index: CorpusIndex, stems: list[str]) -> dict:
     out = {
         "floor_all_columns_ms_p50": p50(floor_all),
         "floor_text_ms_p50": p50(floor_md),
+        "page_read_in_process_ms_p50": p50(page),
         "scoped_sql_ms_p50": p50(scoped),
         "read_filing_ms_p50": p50(reads),
         "floor_all_columns_cpu_ms_p50": p50(floor_cpu),
