@@ -95,15 +95,20 @@ def scoped_reads(tools: Tools, index: CorpusIndex, stems: list[str]) -> dict:
     footers = {p.name: pq.read_metadata(p) for p in index.folder.glob("*.parquet")}
     page = [timed(lambda: page_read(rows, index.folder, stem, footers)) for stem in stems if rows.locate(stem).page]
     floor_all, floor_md, scoped, reads, errors = [], [], [], [], []
-    floor_cpu, scoped_cpu, read_cpu, locate = [], [], [], []
+    floor_cpu, scoped_cpu, read_cpu = [], [], []
+    phases: dict[str, dict[str, list[float]]] = {"sql": {}, "read_filing": {}}
     for stem in stems:
         floor_all.append(timed(lambda: floor_read(index, stem, None, footers)))
         floor_md.append(timed(lambda: floor_read(index, stem, ["file_stem", "parsed_md"], footers)))
         floor_cpu.append(cpu_timed(lambda: floor_read(index, stem, None, footers)))
-        cpu, phases = worker_cpu(tools, "sql", {"query": "SELECT length(parsed_md) AS n FROM filing", "file_stem": stem})
+        cpu, spent = worker_cpu(tools, "sql", {"query": "SELECT length(parsed_md) AS n FROM filing", "file_stem": stem})
         scoped_cpu.append(cpu)
-        locate.append(phases.get("locate", 0.0))
-        read_cpu.append(worker_cpu(tools, "read_filing", {"file_stem": stem, "start": 0, "max_chars": 4000, "pattern": None})[0])
+        for phase, ms in spent.items():
+            phases["sql"].setdefault(phase, []).append(ms)
+        cpu, spent = worker_cpu(tools, "read_filing", {"file_stem": stem, "start": 0, "max_chars": 4000, "pattern": None})
+        read_cpu.append(cpu)
+        for phase, ms in spent.items():
+            phases["read_filing"].setdefault(phase, []).append(ms)
         r = tools.call("sql", query="SELECT length(parsed_md) AS n FROM filing", file_stem=stem)
         (scoped if r.ok else errors).append(r.timings.total_ms if r.ok else r.error.kind)
         r = tools.call("read_filing", file_stem=stem, max_chars=4000)
@@ -117,7 +122,7 @@ def scoped_reads(tools: Tools, index: CorpusIndex, stems: list[str]) -> dict:
         "floor_all_columns_cpu_ms_p50": p50(floor_cpu),
         "scoped_sql_worker_cpu_ms_p50": p50(scoped_cpu),
         "read_filing_worker_cpu_ms_p50": p50(read_cpu),
-        "scoped_locate_phase_ms_p50": p50(locate),
+        "worker_phases_ms_p50": {tool: {k: p50(v) for k, v in spent.items()} for tool, spent in phases.items()},
         "errors": errors,
     }
     out["scoped_sql_cpu_vs_floor_cpu"] = round(out["scoped_sql_worker_cpu_ms_p50"] / out["floor_all_columns_cpu_ms_p50"], 2)
