@@ -319,6 +319,20 @@ def build_index(folder: str | Path, *, snapshot: CorpusSnapshot | None = None) -
     return IndexSummary(folder, snapshot.snapshot_id, rows, len(snapshot.files), found, seconds)
 
 
+def bisect_sorted(values: pa.Array, key: str, *, right: bool = False) -> int:
+    """Binary search over a sorted Arrow string array (no copy of the column into Python);
+    nulls sort as ""."""
+    lo, hi = 0, len(values)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        v = values[mid].as_py() or ""
+        if v < key or (right and v == key):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 def _rerun(folder: Path) -> str:
     return f"rebuild it with `parquet-agent corpus index {folder}`"
 
@@ -386,13 +400,7 @@ class CorpusIndex:
         """Where the row with this `file_stem` is (the first, if a stem repeats), or None."""
         table = self._load()
         stems = self._stems
-        lo, hi = 0, len(stems)
-        while lo < hi:  # leftmost binary search over the sorted column
-            mid = (lo + hi) // 2
-            if stems[mid].as_py() < file_stem:
-                lo = mid + 1
-            else:
-                hi = mid
+        lo = bisect_sorted(stems, file_stem)
         if lo == len(stems) or stems[lo].as_py() != file_stem:
             return None
         name = table.column("file")[lo].as_py()
@@ -422,4 +430,4 @@ def index_exists(folder: str | Path) -> bool:
     return (Path(folder) / INDEX_DIR / "index.json").exists()
 
 
-__all__ = ["CorpusIndex", "IndexSummary", "Location", "build_index", "index_exists"]
+__all__ = ["CorpusIndex", "IndexSummary", "Location", "bisect_sorted", "build_index", "index_exists"]

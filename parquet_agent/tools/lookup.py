@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from parquet_agent.corpus.headers import normalize_company, normalize_form
+from parquet_agent.corpus.index import bisect_sorted
 
 MAX_TERMS = 8
 _DATE_PREFIX = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
@@ -33,19 +34,6 @@ HEADER_COLUMNS = (*DISPLAY_COLUMNS, "company_norm", "cik_int")
 PAGE_COLUMNS = ("md_page_offset", "md_page_bytes", "md_row_in_page")
 INDEX_COLUMNS = ("file_stem", "file", "row_group", "row_in_group", *PAGE_COLUMNS)
 _TOP = "\U0010ffff"
-
-
-def _bisect(values: pa.Array, key: str, *, right: bool = False) -> int:
-    """Binary search over a sorted Arrow string array (no copy of the column into Python)."""
-    lo, hi = 0, len(values)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        v = values[mid].as_py() or ""
-        if v < key or (right and v == key):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 class RowLocation(NamedTuple):
@@ -68,7 +56,7 @@ class RowIndex:
         self._pages = [pc.fill_null(table.column(c), -1).to_numpy() for c in PAGE_COLUMNS]
 
     def locate(self, file_stem: str) -> RowLocation | None:
-        i = _bisect(self._stems, file_stem)
+        i = bisect_sorted(self._stems, file_stem)
         if i == len(self._stems) or self._stems[i].as_py() != file_stem:
             return None
         page = tuple(int(column[i]) for column in self._pages)
@@ -131,7 +119,7 @@ class HeaderSearch:
         if norm:
             company = None
             for word in norm.split()[:MAX_TERMS]:  # "A&B" -> "a and b": every word, as a prefix
-                lo, hi = _bisect(self._words, word), _bisect(self._words, word + _TOP)
+                lo, hi = bisect_sorted(self._words, word), bisect_sorted(self._words, word + _TOP)
                 hit = np.zeros(self.rows, dtype=bool)
                 hit[self._postings[self._word_starts[lo] : self._word_starts[hi]]] = True
                 company = hit if company is None else company & hit
@@ -144,9 +132,9 @@ class HeaderSearch:
         if is_date:
             for values, order, codes in self._dates:
                 hit = np.zeros(len(values) + 1, dtype=bool)  # the extra last slot is "null" (-1)
-                hit[order[_bisect(values, term) : _bisect(values, term + _TOP)]] = True
+                hit[order[bisect_sorted(values, term) : bisect_sorted(values, term + _TOP)]] = True
                 mask |= hit[codes]
-        lo, hi = _bisect(self._stems, term), _bisect(self._stems, term, right=True)
+        lo, hi = bisect_sorted(self._stems, term), bisect_sorted(self._stems, term, right=True)
         mask[lo:hi] = True
         return mask
 
@@ -161,7 +149,7 @@ class HeaderSearch:
         if allowed is not None:
             scope = np.zeros(self.rows, dtype=bool)
             for stem in allowed:
-                lo, hi = _bisect(self._stems, stem), _bisect(self._stems, stem, right=True)
+                lo, hi = bisect_sorted(self._stems, stem), bisect_sorted(self._stems, stem, right=True)
                 scope[lo:hi] = True
             matched = scope if matched is None else matched & scope
         if matched is None:
