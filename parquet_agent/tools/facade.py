@@ -31,7 +31,7 @@ from parquet_agent.tools.cache import CachedOutput, ResultCache, cache_key
 from parquet_agent.tools.pool import WorkerPool
 from parquet_agent.tools.render import OutputLimits
 from parquet_agent.tools.result import Timings, ToolError, ToolResult, error_result
-from parquet_agent.tools.sandbox import NOBODY, SandboxLimits, cgroup_status
+from parquet_agent.tools.sandbox import NOBODY, SandboxLimits, cgroup_status, landlock_abi
 from parquet_agent.tools.specs import ALL_TOOLS, STRATEGIES, TOOL_VERSION, ArgumentCheck, tool_spec
 from parquet_agent.tools.worker import SCAN_ADVICE
 
@@ -60,7 +60,14 @@ class Tools:
         drop_to = (NOBODY, NOBODY) if root else None
         # cgroup v2 with delegated memory/pids/cpu controllers is not available on the machines
         # we run on (cgroup v1 hierarchy, no delegation), so limits are rlimits plus a watchdog.
-        self.sandbox_mode = "rlimit+watchdog" + ("+setuid" if root else " (no privilege drop: not root)")
+        # Landlock refuses every filesystem write in the worker (sandbox.deny_writes); as non-root
+        # it is the only kernel layer that keeps the caller's own corpus files unwritable.
+        landlock = landlock_abi() > 0
+        self.sandbox_mode = "rlimit+watchdog" + ("+setuid" if root else "") + ("+landlock" if landlock else "")
+        if not root:
+            self.sandbox_mode += " (no privilege drop: not root)" if landlock else (
+                " (no privilege drop: not root; no Landlock: the kernel does not refuse writes to "
+                "the caller's own files)")
         config = {
             "files": [{"name": f.name, "path": str(p)} for f, p in zip(snapshot.files, snapshot.paths(corpus_dir))],
             "index_path": index_path,

@@ -6,8 +6,11 @@ Runs inside a freshly forked worker child (see `server.py`), in this order:
    (opened read-only by the server) and the result pipe; rlimits for address space, CPU seconds,
    file size 0 (nothing may be written to any file), no core dumps, at most `max_tasks` tasks;
    then, when started as root, drop to an unprivileged uid/gid (default nobody, 65534) and set
-   `no_new_privs`. The corpus is then readable through the inherited descriptors
+   `no_new_privs`; last, where the kernel has Landlock, give up every filesystem write right
+   (`deny_writes`). The corpus is then readable through the inherited descriptors
    (`/proc/self/fd/N`) but not writable: even if every DuckDB check failed, the kernel refuses.
+   Without root there is no uid drop and the child owns the corpus files, so Landlock is what
+   refuses the write there (see `deny_writes`).
 2. `connect_locked(allowed, views)`: the measured connection recipe (notes A.1): 1 thread,
    no async I/O threads, 128 MiB, no spill, no extensions, no replacement scans, exact-file
    allow-list, external access off, configuration locked before any agent SQL runs.
@@ -32,6 +35,14 @@ import duckdb
 
 NOBODY = 65534
 _PR_SET_NO_NEW_PRIVS = 38
+# Landlock (Linux >= 5.13); the syscall numbers are the same on every architecture but alpha.
+_SYS_LANDLOCK_CREATE_RULESET = 444
+_SYS_LANDLOCK_RESTRICT_SELF = 446
+_LANDLOCK_CREATE_RULESET_VERSION = 1
+# write_file, remove_dir, remove_file, make_char/dir/reg/sock/fifo/block/sym (ABI 1)
+_LANDLOCK_WRITE_ACCESS = 0x1FF2
+_LANDLOCK_ACCESS_FS_REFER = 1 << 13  # ABI 2: link or rename into another folder
+_LANDLOCK_ACCESS_FS_TRUNCATE = 1 << 14  # ABI 3: truncate(2) and open(O_TRUNC)
 
 
 @dataclass(frozen=True)
@@ -80,6 +91,52 @@ def harden(keep_fds: set[int], limits: SandboxLimits, drop_to: tuple[int, int] |
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     except (OSError, AttributeError):  # pragma: no cover - not Linux
         pass
+    abi = landlock_abi()
+    if abi:
+        deny_writes(abi)
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version; 0 where Landlock is missing or disabled."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        version = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
+                               ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return 0
+    return max(int(version), 0)
+
+
+def deny_writes(abi: int) -> None:
+    """Refuse this process (and any it starts) every write to the filesystem, for good.
+
+    Why: without root there is no uid drop, the child owns the corpus files and can reopen
+    `/proc/self/fd/N` for writing; RLIMIT_FSIZE 0 stops write(2) but not O_TRUNC (measured as
+    non-root: a raw `COPY ... TO '/proc/self/fd/N'` left the corpus file at 0 bytes). A Landlock
+    ruleset that handles every write right and allows none makes the kernel refuse such opens
+    (EACCES) and any create, remove, rename or truncate, whatever the uid. Reads are unchanged.
+    Needs `no_new_privs` first (set by `harden`); raises OSError when the kernel refuses.
+    """
+    handled = _LANDLOCK_WRITE_ACCESS
+    if abi >= 2:
+        handled |= _LANDLOCK_ACCESS_FS_REFER
+    if abi >= 3:
+        handled |= _LANDLOCK_ACCESS_FS_TRUNCATE
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    attr = ctypes.c_uint64(handled)  # struct landlock_ruleset_attr, first field only (ABI 1 size)
+    ruleset = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr),
+                           ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
+    if ruleset < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"landlock_create_ruleset: {os.strerror(err)}")
+    try:
+        if libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"landlock_restrict_self: {os.strerror(err)}")
+    finally:
+        os.close(ruleset)
 
 
 def cgroup_status(root: str = "/sys/fs/cgroup") -> str:
