@@ -13,6 +13,12 @@ import pytest
 from tests.tools.conftest import file_hashes, is_root, stem
 
 
+def landlock_available() -> bool:
+    from parquet_agent.tools.sandbox import landlock_abi
+
+    return landlock_abi() > 0
+
+
 def healthy(tools) -> None:
     result = tools.call("sql", query="SELECT count(*) AS n FROM filings")
     assert result.ok, result.error
@@ -36,7 +42,6 @@ SQL_ATTACKS = {
     "glob root": ("SELECT * FROM glob('/**')", "forbidden"),
     "glob corpus dir": ("SELECT * FROM glob('{root}/corpus/*')", "forbidden"),
     "read_parquet other path": ("SELECT count(*) FROM read_parquet('{root}/outside.parquet')", "forbidden"),
-    "read_parquet corpus by host path": ("SELECT count(*) FROM read_parquet('{root}/corpus/2025-01.parquet')", "forbidden"),
     "read_parquet traversal": ("SELECT count(*) FROM read_parquet('{root}/corpus/../outside.parquet')", "forbidden"),
     "parquet_metadata other": ("SELECT * FROM parquet_metadata('{root}/outside.parquet')", "forbidden"),
     "replacement scan": ("SELECT * FROM '{root}/outside.parquet'", "forbidden"),
@@ -85,6 +90,26 @@ def test_sql_attack_is_refused_and_next_call_works(tools, guard, sql, kind):
         assert result.error.kind == kind, result.error
         assert len(result.error.message) > 20
         assert str(guard) not in result.error.message  # no host paths in messages
+    healthy(tools)
+
+
+def worker_reaches(path) -> bool:
+    """Whether a worker's uid can traverse to `path`: as root the worker is nobody (the test
+    folders are 0700); otherwise it keeps the caller's uid, which made the folder."""
+    return not is_root() or all(os.stat(p).st_mode & 0o001 for p in [path, *path.parents])
+
+
+def test_a_corpus_file_by_host_path_is_refused_or_is_that_same_file(tools, guard):
+    # DuckDB resolves the allow-listed /proc/self/fd/N to the file's real path where the worker
+    # can reach it (always without root, and as root over a traversable folder), so the host
+    # path then names the same allowed snapshot file; it never opens anything else (see the
+    # "other path" and "traversal" attacks), and a refusal never shows the host folder.
+    result = tools.call("sql", query=f"SELECT count(*) FROM read_parquet('{guard}/corpus/2025-01.parquet')")
+    if worker_reaches(guard / "corpus"):
+        assert result.ok and result.output["rows"] == [[30]], result.error
+    else:
+        assert not result.ok and result.error.kind == "forbidden", result.output
+        assert str(guard) not in result.error.message
     healthy(tools)
 
 
@@ -225,54 +250,95 @@ def test_worker_environment_holds_no_credentials(corpus_dir, monkeypatch):
 
 
 def test_sandbox_mode_is_recorded(tools):
+    from parquet_agent.tools.sandbox import landlock_abi
+
+    landlock = "+landlock" if landlock_abi() else ""
     if is_root():
-        assert tools.sandbox_mode == "rlimit+watchdog+setuid"
+        assert tools.sandbox_mode == "rlimit+watchdog+setuid" + landlock
     else:
+        assert tools.sandbox_mode.startswith("rlimit+watchdog" + landlock + " (")
         assert "no privilege drop" in tools.sandbox_mode
     assert tools.sandbox_info()["server"]["threads"] == 1
 
 
-@pytest.mark.skipif(not is_root(), reason="the privilege drop only happens when started as root")
-def test_worker_cannot_write_the_corpus_even_past_every_check(corpus_dir):
-    """Bypass the gate and DuckDB's allow-list on purpose: the kernel still refuses the write."""
+def _write_attempts_in_hardened_child(target, folder, drop_to) -> bytes:
+    """Fork, harden like a worker, then try every way to write `target` and `folder` past the
+    gate and DuckDB's allow-list: b"\\x00" when the kernel refused them all, else the first that
+    got through (1 COPY wrote or emptied the file, 2 reopen for writing, 3 O_TRUNC, 4 truncate,
+    5 create, 6 unlink; 7 wrong uid, 8 anything else went wrong)."""
     import duckdb
 
-    from parquet_agent.tools.sandbox import NOBODY, SandboxLimits, connect_locked, fd_path, harden
+    from parquet_agent.tools.sandbox import SandboxLimits, connect_locked, fd_path, harden
 
-    target = corpus_dir / "2025-01.parquet"
-    before = target.read_bytes()
     fd = os.open(target, os.O_RDONLY)
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
         code = 0
         try:
-            harden({fd, write_fd}, SandboxLimits(), (NOBODY, NOBODY))
+            harden({fd, write_fd}, SandboxLimits(), drop_to)
             path = fd_path(fd)
             con = connect_locked([path], {}, SandboxLimits())
+            size = os.fstat(fd).st_size
             try:  # the gate would refuse this; run it raw to show the next layer holds
                 con.execute(f"COPY (SELECT 1 AS x) TO '{path}' (FORMAT parquet, USE_TMP_FILE false)")
                 code = 1
-            except duckdb.Error:
-                pass
-            try:
-                os.open(path, os.O_WRONLY)
-                code = 2
-            except PermissionError:
-                pass
-            if os.getuid() != NOBODY:
-                code = 3
+            except duckdb.Error:  # but its open may already have emptied the file
+                code = 1 if os.fstat(fd).st_size != size else 0
+            attempts = [
+                (2, lambda: os.open(path, os.O_WRONLY)),
+                (3, lambda: os.open(path, os.O_RDONLY | os.O_TRUNC)),  # RLIMIT_FSIZE allows this
+                (4, lambda: os.truncate(path, 0)),
+                (5, lambda: os.open(folder / "new.txt", os.O_WRONLY | os.O_CREAT, 0o644)),
+                (6, lambda: os.unlink(target)),
+            ]
+            for number, attempt in attempts:
+                try:
+                    attempt()
+                    code = code or number
+                except PermissionError:
+                    pass
+            expected_uid = 65534 if drop_to else os.getuid()  # the caller's own uid when not root
+            if os.getuid() != expected_uid or (drop_to and os.getgid() != 65534):
+                code = code or 7
         except BaseException:
-            code = 4
+            code = code or 8
         os.write(write_fd, bytes([code]))
         os._exit(0)
     os.close(write_fd)
-    _, status = os.waitpid(pid, 0)
+    os.waitpid(pid, 0)
     code = os.read(read_fd, 1)
     os.close(read_fd)
     os.close(fd)
+    return code
+
+
+@pytest.mark.skipif(not is_root() and not landlock_available(),
+                    reason="without root the child owns the corpus files; only Landlock (absent "
+                           "from this kernel) makes the kernel refuse its writes")
+def test_worker_cannot_write_the_corpus_even_past_every_check(corpus_dir):
+    """Bypass the gate and DuckDB's allow-list on purpose: the kernel still refuses the write,
+    as root by the uid drop (and Landlock), otherwise by Landlock alone: the files are the
+    caller's own and RLIMIT_FSIZE 0 does not stop an open with O_TRUNC."""
+    from parquet_agent.tools.sandbox import NOBODY
+
+    before = file_hashes(corpus_dir)
+    code = _write_attempts_in_hardened_child(
+        corpus_dir / "2025-01.parquet", corpus_dir, (NOBODY, NOBODY) if is_root() else None)
     assert code == b"\x00"
-    assert target.read_bytes() == before
+    assert file_hashes(corpus_dir) == before
+
+
+@pytest.mark.skipif(not landlock_available(), reason="this kernel has no Landlock")
+def test_landlock_alone_refuses_writes_the_uid_would_allow(tmp_path):
+    """No uid drop (as root this child stays uid 0) over a file and folder its uid may write:
+    Landlock alone refuses every write, as it must for a non-root caller."""
+    target = tmp_path / "own.parquet"
+    target.write_bytes(b"PAR1 not really parquet PAR1")
+    before = file_hashes(tmp_path)
+    code = _write_attempts_in_hardened_child(target, tmp_path, None)
+    assert code == b"\x00"
+    assert file_hashes(tmp_path) == before
 
 
 @pytest.fixture(scope="module")
@@ -320,14 +386,17 @@ def test_inherited_locked_connection_holds_too(open_corpus_tools):
     healthy(tools)
 
 
-@pytest.mark.skipif(not is_root(), reason="the privilege drop only happens when started as root")
-def test_real_workers_run_as_nobody_with_limits(tight_tools):
+def test_real_workers_run_unprivileged_with_limits(tight_tools):
+    """As root: workers run as nobody. Otherwise: as the caller's own uid (there is no uid to
+    drop to), with the same rlimits except the task limit, which would count every process of
+    the caller's uid, not the worker's."""
     import threading
 
     import psutil
 
     server = psutil.Process(tight_tools._pool.server_pid)
-    assert server.uids().real == 0  # the server keeps root only to open the corpus files
+    # the server keeps the caller's uid (root only to open the corpus files)
+    assert server.uids().real == os.getuid()
     seen = {}
     call = threading.Thread(target=lambda: tight_tools.call(
         "sql", query="SELECT count(*) FROM range(1000000000000) t WHERE hash(t.range) = 7"))
@@ -336,21 +405,31 @@ def test_real_workers_run_as_nobody_with_limits(tight_tools):
     while time.monotonic() < deadline and not seen:
         for child in server.children():
             try:
-                uids = child.uids()
-                if uids.real == 0:  # just forked, not yet hardened (rlimits come before setuid)
+                # the child spinning on the query is hardened; its uid alone does not tell
+                # without root (a child just forked has the caller's uid too)
+                times = child.cpu_times()
+                if times.user + times.system < 0.3:
                     continue
                 limits = open(f"/proc/{child.pid}/limits").read()
-                seen = {"uids": uids, "gids": child.gids(), "limits": limits}
+                seen = {"uids": child.uids(), "gids": child.gids(), "limits": limits}
             except (psutil.NoSuchProcess, FileNotFoundError, ProcessLookupError):
                 continue
         time.sleep(0.02)
     call.join()
     assert seen, "no worker seen"
-    assert set(seen["uids"]) == {65534} and set(seen["gids"]) == {65534}
     lines = {line[:26].strip(): line[26:].split() for line in seen["limits"].splitlines()[1:]}
     assert lines["Max address space"][:2] == [str(1536 * 2**20)] * 2
     assert lines["Max file size"][:2] == ["0", "0"]
-    assert lines["Max processes"][:2] == ["128", "128"]
+    assert lines["Max core file size"][:2] == ["0", "0"]
+    assert lines["Max cpu time"][0] != "unlimited"
+    if is_root():
+        assert set(seen["uids"]) == {65534} and set(seen["gids"]) == {65534}
+        assert lines["Max processes"][:2] == ["128", "128"]
+    else:
+        assert set(seen["uids"]) == {os.getuid()} and set(seen["gids"]) == {os.getgid()}
+        server_limits = open(f"/proc/{server.pid}/limits").read().splitlines()[1:]
+        server_lines = {line[:26].strip(): line[26:].split() for line in server_limits}
+        assert lines["Max processes"] == server_lines["Max processes"]
 
 
 def test_cgroup_status_says_why(tmp_path):

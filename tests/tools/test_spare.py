@@ -26,6 +26,24 @@ def _idle_children(tools: Tools) -> list[psutil.Process]:
     return []
 
 
+def _no_new_privs(pid: int) -> bool:
+    with open(f"/proc/{pid}/status") as f:
+        return "NoNewPrivs:\t1" in f.read()
+
+
+def _wait_hardened(tools: Tools, spare: psutil.Process) -> None:
+    """Wait until the spare has hardened itself: it is found as soon as it is forked, and
+    without root its uid does not tell. no_new_privs comes after the rlimits and the uid drop
+    (the server itself does not have it, unless it inherited it: then a short settle)."""
+    if _no_new_privs(tools._pool.server_pid):
+        time.sleep(0.2)
+        return
+    deadline = time.monotonic() + 5
+    while not _no_new_privs(spare.pid):
+        assert time.monotonic() < deadline, "the spare never hardened"
+        time.sleep(0.005)
+
+
 @pytest.fixture
 def fresh_tools(corpus_dir):
     with Tools.open(corpus_dir, "sql+stream", cache="off") as t:
@@ -40,6 +58,7 @@ def test_every_call_gets_its_own_child(fresh_tools):
 def test_the_waiting_spare_is_already_confined(fresh_tools):
     fresh_tools.call("sql", query="SELECT 1")
     (spare,) = _idle_children(fresh_tools)
+    _wait_hardened(fresh_tools, spare)
     # /proc/PID/limits, not prlimit(2): a confined, non-dumpable child refuses the latter
     with open(f"/proc/{spare.pid}/limits") as f:
         soft = {line[:26].strip(): line[26:].split()[0] for line in f if line.startswith("Max")}
@@ -48,6 +67,8 @@ def test_the_waiting_spare_is_already_confined(fresh_tools):
     assert soft["Max cpu time"] != "unlimited"
     if is_root():
         assert spare.uids().real == 65534 and spare.uids().effective == 65534
+    else:  # no uid to drop to: the caller's own, with the same rlimits
+        assert set(spare.uids()) == {os.getuid()}
     # the spare holds no standard input or output of the server: only its two pipes and files
     fds = os.listdir(f"/proc/{spare.pid}/fd")
     assert len(fds) <= 3 + 2 + len(fresh_tools.snapshot.files)
