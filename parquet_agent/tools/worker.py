@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from parquet_agent.tools.gate import GateRejection, _first_line, parse_select
 from parquet_agent.corpus.pages import PageFormatError, column_format, read_cell
+from parquet_agent.tools.gate import GateRejection, _first_line, parse_select
 from parquet_agent.tools.lookup import HeaderSearch, RowIndex, RowLocation
 from parquet_agent.tools.render import OutputLimits, bound_rows, jsonable
 from parquet_agent.tools.server import read_frame, write_frame
