@@ -84,23 +84,29 @@ def read_cell(fd: int, span_offset: int, span_size: int, row_in_page: int, *,
     page = os.pread(fd, span_size, span_offset)
     if len(page) != span_size:
         raise PageFormatError(f"short read: {len(page)} of {span_size} bytes")
+    try:
+        return _decode_cell(memoryview(page), row_in_page, codec, nullable)
+    except (IndexError, struct.error, OSError, pa.ArrowException) as exc:  # a damaged page or span
+        raise PageFormatError(f"page at offset {span_offset} could not be decoded: {exc}") from exc
+
+
+def _decode_cell(page: memoryview, row_in_page: int, codec: str, nullable: bool) -> bytes | None:
     header, pos = _Thrift(page).struct_at(0)
     kind, encoding, values = _describe(header)
     if kind not in (DATA_PAGE, DATA_PAGE_V2) or encoding != PLAIN or not 0 <= row_in_page < values:
         raise PageFormatError(f"row {row_in_page} of a page of {values} (type {kind}, encoding {encoding})")
-    if kind == DATA_PAGE:
+    if kind == DATA_PAGE:  # levels and values compressed together; levels length-prefixed
         body = _decompress(page[pos:], header[2], codec)
-        levels = b""
+        levels = body[:0]
         if nullable:
             (n,) = struct.unpack_from("<I", body, 0)
             levels, body = body[4 : 4 + n], body[4 + n :]
-    else:
+    else:  # v2: repetition then definition levels, uncompressed, then the values
         v2 = header[8]
         rep, dfn = v2.get(6, 0), v2.get(5, 0)
         levels = page[pos + rep : pos + rep + dfn]
         payload = page[pos + rep + dfn :]
-        compressed = v2.get(7, True)
-        body = _decompress(payload, header[2] - rep - dfn, codec) if compressed else payload
+        body = _decompress(payload, header[2] - rep - dfn, codec) if v2.get(7, True) else payload
     index = row_in_page
     if nullable:
         defined = _bit_levels(levels, values)
@@ -139,15 +145,15 @@ def _describe(header: dict) -> tuple[int, int | None, int]:
     return kind, None, 0
 
 
-def _decompress(payload: bytes, size: int, codec: str) -> bytes:
+def _decompress(payload: memoryview, size: int, codec: str) -> memoryview:
     if codec == "UNCOMPRESSED":
         return payload
     if codec not in _CODECS:
         raise PageFormatError(f"codec {codec} is not read page by page")
-    return pa.Codec(_CODECS[codec]).decompress(payload, decompressed_size=size).to_pybytes()
+    return memoryview(pa.Codec(_CODECS[codec]).decompress(payload, decompressed_size=size))
 
 
-def _bit_levels(data: bytes, count: int) -> list[bool]:
+def _bit_levels(data: memoryview, count: int) -> list[bool]:
     """Definition levels of a column whose maximum level is 1: RLE / bit-packed hybrid, width 1."""
     levels: list[bool] = []
     reader = _Thrift(data)
@@ -158,7 +164,7 @@ def _bit_levels(data: bytes, count: int) -> list[bool]:
                 byte = reader.byte()
                 levels.extend(bool(byte >> bit & 1) for bit in range(8))
         else:  # a run: header >> 1 repeats of one value stored in one byte
-            levels.extend([bool(reader.byte())] * (header >> 1))
+            levels.extend([bool(reader.byte())] * min(header >> 1, count - len(levels)))
     return levels[:count]
 
 

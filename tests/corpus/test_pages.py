@@ -130,5 +130,18 @@ def test_a_wrong_span_is_an_error_not_garbage(tmp_path):
             read_cell(fd, span.offset, span.size, 99, codec="ZSTD", nullable=True)
         with pytest.raises(PageFormatError, match="short read"):
             read_cell(fd, os.fstat(fd).st_size - 10, 100, 0, codec="ZSTD", nullable=True)
+        # a span that starts inside a page, and a page whose compressed bytes are damaged
+        with pytest.raises(PageFormatError):
+            read_cell(fd, span.offset + 7, span.size, 0, codec="ZSTD", nullable=True)
+    finally:
+        os.close(fd)
+    data = bytearray(path.read_bytes())
+    data[span.offset + span.size - 40 : span.offset + span.size - 8] = b"\xff" * 32
+    damaged = tmp_path / "damaged.parquet"
+    damaged.write_bytes(bytes(data))
+    fd = os.open(damaged, os.O_RDONLY)
+    try:
+        with pytest.raises(PageFormatError, match="could not be decoded"):
+            read_cell(fd, span.offset, span.size, 0, codec="ZSTD", nullable=True)
     finally:
         os.close(fd)
