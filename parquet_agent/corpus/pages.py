@@ -21,9 +21,10 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-DATA_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 2, 3
+DATA_PAGE, DATA_PAGE_V2 = 0, 3  # PageType (2 is a dictionary page)
 PLAIN = 0
 HEADER_PROBE = 256  # bytes read for a page header; a longer one (statistics) is read again
+MAX_HEADER = 1 << 24
 # Parquet codec names (as pyarrow's metadata spells them) -> pyarrow codec; "LZ4" is Hadoop-framed
 _CODECS = {"ZSTD": "zstd", "SNAPPY": "snappy", "GZIP": "gzip", "BROTLI": "brotli", "LZ4_RAW": "lz4_raw"}
 
@@ -71,6 +72,8 @@ def page_spans(fd: int, start: int, length: int) -> list[PageSpan]:
         kind, encoding, values = _describe(header)
         if kind not in (DATA_PAGE, DATA_PAGE_V2) or encoding != PLAIN:
             raise PageFormatError(f"page type {kind}, encoding {encoding}: not a PLAIN data page")
+        if not isinstance(header.get(3), int) or header[3] < 0:
+            raise PageFormatError(f"page header at offset {offset} has no compressed size")
         size = header_size + header[3]
         spans.append(PageSpan(offset, size, row, values))
         offset += size
@@ -130,8 +133,8 @@ def _read_header(fd: int, offset: int) -> tuple[dict, int]:
         try:
             return _Thrift(buf).struct_at(0)
         except IndexError:  # the header is longer than what was read
-            if len(buf) < probe:
-                raise PageFormatError(f"truncated page header at offset {offset}") from None
+            if len(buf) < probe or probe >= MAX_HEADER:
+                raise PageFormatError(f"no page header could be read at offset {offset}") from None
             probe *= 4
 
 

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from parquet_agent.corpus.layout import TEXT_PAGE_BYTES, LayoutWriter
-from parquet_agent.corpus.pages import PageFormatError, column_format, column_pages, read_cell
+from parquet_agent.corpus.pages import PageFormatError, column_format, column_pages, page_spans, read_cell
 from parquet_agent.corpus.schema import CORPUS_SCHEMA
 
 
@@ -111,6 +111,15 @@ def test_what_cannot_be_read_by_page_says_so(tmp_path):
     try:
         with pytest.raises(PageFormatError, match="not a PLAIN data page"):
             column_pages(fd, meta, 0, 0)
+    finally:
+        os.close(fd)
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(bytes(random.Random(5).randrange(256) for _ in range(4096)))
+    fd = os.open(garbage, os.O_RDONLY)
+    try:
+        for start in range(0, 4000, 97):  # never a hang or another exception
+            with pytest.raises(PageFormatError):
+                page_spans(fd, start, 4096 - start)
     finally:
         os.close(fd)
     ints = tmp_path / "ints.parquet"
