@@ -60,14 +60,17 @@ class Tools:
         drop_to = (NOBODY, NOBODY) if root else None
         # cgroup v2 with delegated memory/pids/cpu controllers is not available on the machines
         # we run on (cgroup v1 hierarchy, no delegation), so limits are rlimits plus a watchdog.
-        # Landlock refuses every filesystem write in the worker (sandbox.deny_writes); as non-root
-        # it is the only kernel layer that keeps the caller's own corpus files unwritable.
+        # Landlock confines the worker's files (sandbox.confine_files): no write anywhere, reads
+        # only of the corpus and the runtime. As non-root it is the only kernel layer between the
+        # worker and the caller's own files; as root it also hides every world-readable file.
         landlock = landlock_abi() > 0
         self.sandbox_mode = "rlimit+watchdog" + ("+setuid" if root else "") + ("+landlock" if landlock else "")
         if not root:
             self.sandbox_mode += " (no privilege drop: not root)" if landlock else (
-                " (no privilege drop: not root; no Landlock: the kernel does not refuse writes to "
-                "the caller's own files)")
+                " (no privilege drop: not root; no Landlock: the kernel does not refuse the worker "
+                "reads or writes of the caller's own files)")
+        elif not landlock:
+            self.sandbox_mode += " (no Landlock: the worker may read every world-readable file)"
         config = {
             "files": [{"name": f.name, "path": str(p)} for f, p in zip(snapshot.files, snapshot.paths(corpus_dir))],
             "index_path": index_path,

@@ -6,11 +6,12 @@ Runs inside a freshly forked worker child (see `server.py`), in this order:
    (opened read-only by the server) and the result pipe; rlimits for address space, CPU seconds,
    file size 0 (nothing may be written to any file), no core dumps, at most `max_tasks` tasks;
    then, when started as root, drop to an unprivileged uid/gid (default nobody, 65534) and set
-   `no_new_privs`; last, where the kernel has Landlock, give up every filesystem write right
-   (`deny_writes`). The corpus is then readable through the inherited descriptors
-   (`/proc/self/fd/N`) but not writable: even if every DuckDB check failed, the kernel refuses.
-   Without root there is no uid drop and the child owns the corpus files, so Landlock is what
-   refuses the write there (see `deny_writes`).
+   `no_new_privs`; last, where the kernel has Landlock, confine its files (`confine_files`): no
+   write anywhere, reads only of the corpus (through the inherited descriptors,
+   `/proc/self/fd/N`) and of what the runtime still opens (`_readable_paths`). Even if every
+   DuckDB check failed, the kernel refuses the rest. Without root there is no uid drop: the
+   child owns the corpus files and may read all the caller can (home, other processes' `/proc`
+   entries), so Landlock is then the only kernel layer.
 2. `connect_locked(allowed, views)`: the measured connection recipe (notes A.1): 1 thread,
    no async I/O threads, 128 MiB, no spill, no extensions, no replacement scans, exact-file
    allow-list, external access off, configuration locked before any agent SQL runs.
@@ -27,8 +28,12 @@ import ctypes
 import os
 import resource
 import signal
+import site
+import stat
+import sysconfig
 import threading
 import time
+import zoneinfo
 from dataclasses import dataclass
 
 import duckdb
@@ -37,8 +42,12 @@ NOBODY = 65534
 _PR_SET_NO_NEW_PRIVS = 38
 # Landlock (Linux >= 5.13); the syscall numbers are the same on every architecture but alpha.
 _SYS_LANDLOCK_CREATE_RULESET = 444
+_SYS_LANDLOCK_ADD_RULE = 445
 _SYS_LANDLOCK_RESTRICT_SELF = 446
 _LANDLOCK_CREATE_RULESET_VERSION = 1
+_LANDLOCK_RULE_PATH_BENEATH = 1
+_LANDLOCK_ACCESS_FS_READ_FILE = 1 << 2
+_LANDLOCK_ACCESS_FS_READ_DIR = 1 << 3
 # write_file, remove_dir, remove_file, make_char/dir/reg/sock/fifo/block/sym (ABI 1)
 _LANDLOCK_WRITE_ACCESS = 0x1FF2
 _LANDLOCK_ACCESS_FS_REFER = 1 << 13  # ABI 2: link or rename into another folder
@@ -60,7 +69,8 @@ class SandboxLimits:
 
 
 def harden(keep_fds: set[int], limits: SandboxLimits, drop_to: tuple[int, int] | None) -> None:
-    """Confine the current (forked, single-threaded) process. Irreversible."""
+    """Confine the current (forked, single-threaded) process. Irreversible. Under Landlock the
+    regular files among `keep_fds` (the corpus) are the only data files it can still read."""
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
@@ -93,7 +103,7 @@ def harden(keep_fds: set[int], limits: SandboxLimits, drop_to: tuple[int, int] |
         pass
     abi = landlock_abi()
     if abi:
-        deny_writes(abi)
+        confine_files(abi, [fd for fd in keep_fds if stat.S_ISREG(os.fstat(fd).st_mode)])
 
 
 def landlock_abi() -> int:
@@ -108,17 +118,45 @@ def landlock_abi() -> int:
     return max(int(version), 0)
 
 
-def deny_writes(abi: int) -> None:
-    """Refuse this process (and any it starts) every write to the filesystem, for good.
+def _readable_paths() -> list[str]:
+    """What a worker opens by path after it is confined, besides the corpus (found by tracing
+    every open of hardened children over the test suite, the demo and the benchmark):
+    - the interpreter's library folders: DuckDB imports pandas when a scoped query registers
+      its rows, and an import the kernel refuses fails that call with PermissionError;
+    - the time-zone data: a TIMESTAMPTZ result becomes a datetime in `zoneinfo`'s UTC;
+    - `/proc/self/cgroup` and `/sys/fs/cgroup`: a new DuckDB database (a child that connects
+      itself, see `server._prepare`) reads its CPU and memory limits and fails if refused.
+    """
+    paths = sysconfig.get_paths()
+    found = [paths["stdlib"], paths["platstdlib"], paths["purelib"], paths["platlib"],
+             *site.getsitepackages(), *zoneinfo.TZPATH, "/sys/fs/cgroup"]
+    return sorted({os.path.realpath(p) for p in found if os.path.isdir(p)}) + ["/proc/self/cgroup"]
 
-    Why: without root there is no uid drop, the child owns the corpus files and can reopen
-    `/proc/self/fd/N` for writing; RLIMIT_FSIZE 0 stops write(2) but not O_TRUNC (measured as
-    non-root: a raw `COPY ... TO '/proc/self/fd/N'` left the corpus file at 0 bytes). A Landlock
-    ruleset that handles every write right and allows none makes the kernel refuse such opens
-    (EACCES) and any create, remove, rename or truncate, whatever the uid. Reads are unchanged.
+
+_READABLE_PATHS = _readable_paths()  # once, in the server; /proc/self is opened in the child
+
+
+class _PathBeneath(ctypes.Structure):  # struct landlock_path_beneath_attr
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def confine_files(abi: int, read_fds: list[int]) -> None:
+    """Refuse this process (and any it starts) every filesystem write, and every read but of
+    the files open at `read_fds` and of `_READABLE_PATHS`, for good.
+
+    Why writes: without root there is no uid drop, the child owns the corpus files and can
+    reopen `/proc/self/fd/N` for writing; RLIMIT_FSIZE 0 stops write(2) but not O_TRUNC
+    (measured as non-root: a raw `COPY ... TO '/proc/self/fd/N'` left the corpus file at 0
+    bytes). Why reads: DuckDB's allow-list is the only other check, and the uid may read far
+    more than the corpus (the caller's ~/.ssh or `/proc/<notebook pid>/environ`; as nobody,
+    every world-readable file). Landlock checks the file an open resolves to, so reopening
+    `/proc/self/fd/N` (or the corpus file by its host path) still works; folders walked through
+    are not checked. A path the uid cannot reach is skipped (it stays unreadable anyway).
     Needs `no_new_privs` first (set by `harden`); raises OSError when the kernel refuses.
     """
-    handled = _LANDLOCK_WRITE_ACCESS
+    read_dir = _LANDLOCK_ACCESS_FS_READ_FILE | _LANDLOCK_ACCESS_FS_READ_DIR
+    handled = _LANDLOCK_WRITE_ACCESS | read_dir
     if abi >= 2:
         handled |= _LANDLOCK_ACCESS_FS_REFER
     if abi >= 3:
@@ -132,11 +170,33 @@ def deny_writes(abi: int) -> None:
         err = ctypes.get_errno()
         raise OSError(err, f"landlock_create_ruleset: {os.strerror(err)}")
     try:
+        for fd in read_fds:
+            _allow(libc, ruleset, fd, _LANDLOCK_ACCESS_FS_READ_FILE)
+        for path in _READABLE_PATHS:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                _allow(libc, ruleset, fd, read_dir if stat.S_ISDIR(os.fstat(fd).st_mode) else _LANDLOCK_ACCESS_FS_READ_FILE)
+            finally:
+                # A rule holds an inode, and /proc makes a new inode for /proc/<pid>/cgroup
+                # whenever its dentry was dropped: that descriptor stays open for good.
+                if not path.startswith("/proc/"):
+                    os.close(fd)
         if libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
             err = ctypes.get_errno()
             raise OSError(err, f"landlock_restrict_self: {os.strerror(err)}")
     finally:
         os.close(ruleset)
+
+
+def _allow(libc, ruleset: int, fd: int, access: int) -> None:
+    rule = _PathBeneath(access, fd)
+    if libc.syscall(_SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH),
+                    ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"landlock_add_rule: {os.strerror(err)}")
 
 
 def cgroup_status(root: str = "/sys/fs/cgroup") -> str:

@@ -253,8 +253,10 @@ def test_sandbox_mode_is_recorded(tools):
     from parquet_agent.tools.sandbox import landlock_abi
 
     landlock = "+landlock" if landlock_abi() else ""
-    if is_root():
-        assert tools.sandbox_mode == "rlimit+watchdog+setuid" + landlock
+    if is_root() and landlock:
+        assert tools.sandbox_mode == "rlimit+watchdog+setuid+landlock"
+    elif is_root():
+        assert tools.sandbox_mode.startswith("rlimit+watchdog+setuid (no Landlock")
     else:
         assert tools.sandbox_mode.startswith("rlimit+watchdog" + landlock + " (")
         assert "no privilege drop" in tools.sandbox_mode
@@ -339,6 +341,84 @@ def test_landlock_alone_refuses_writes_the_uid_would_allow(tmp_path):
     code = _write_attempts_in_hardened_child(target, tmp_path, None)
     assert code == b"\x00"
     assert file_hashes(tmp_path) == before
+
+
+def _reads_in_hardened_child(files, others, drop_to) -> dict[str, str]:
+    """Fork, harden like a worker that was given `files`, then read every path past the gate
+    and DuckDB's allow-list: raw open() and an unlocked DuckDB connection. For each attempt,
+    "read", "nothing" (no bytes, no rows) or the name of the exception it raised."""
+    from parquet_agent.tools.sandbox import SandboxLimits, connect, fd_path, harden
+
+    fds = [os.open(f, os.O_RDONLY) for f in files]
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        seen = {}
+        try:
+            harden({*fds, write_fd}, SandboxLimits(), drop_to)
+            con = connect(SandboxLimits())  # no allow-list, external access on: DuckDB tries all
+            for path in [*map(fd_path, fds), *map(str, others)]:
+                for how, read in [("open", lambda: open(path, "rb").read(16)),
+                                  ("duckdb", lambda: con.execute("SELECT content FROM read_blob(?)", [path]).fetchall())]:
+                    try:
+                        seen[f"{how} {path}"] = "read" if read() else "nothing"
+                    except BaseException as exc:  # noqa: BLE001
+                        seen[f"{how} {path}"] = type(exc).__name__
+        except BaseException as exc:  # noqa: BLE001
+            seen["harden"] = repr(exc)
+        os.write(write_fd, json.dumps(seen).encode())
+        os._exit(0)
+    os.close(write_fd)
+    data = b""
+    while chunk := os.read(read_fd, 1 << 16):
+        data += chunk
+    os.waitpid(pid, 0)
+    os.close(read_fd)
+    for fd in fds:
+        os.close(fd)
+    return json.loads(data)
+
+
+@pytest.mark.skipif(not landlock_available(), reason="this kernel has no Landlock")
+@pytest.mark.parametrize("as_worker", [True, False], ids=["worker uid", "caller uid"])
+def test_worker_reads_only_the_corpus_even_past_every_check(corpus_dir, as_worker):
+    """Bypass the gate and DuckDB's allow-list on purpose: the kernel still refuses every read
+    outside the snapshot. "caller uid": no uid drop (as root this child stays uid 0), so the
+    uid could read everything below and Landlock alone refuses; "worker uid": as nobody when
+    root, and the home-like folder is world-readable, so the uid drop alone would not do."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from parquet_agent.tools.sandbox import NOBODY
+
+    home = Path(tempfile.mkdtemp(prefix="tools-home-"))
+    try:
+        home.chmod(0o755)
+        (home / ".ssh").mkdir(mode=0o755)
+        (home / ".ssh" / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+        (home / ".netrc").write_text("machine api.example.com password sk-SECRET\n")
+        for f in [home / ".ssh" / "id_ed25519", home / ".netrc"]:
+            f.chmod(0o644)
+        others = [corpus_dir.parent / "outside.parquet", corpus_dir.parent / "secret.csv",
+                  home / ".ssh" / "id_ed25519", home / ".netrc",
+                  f"/proc/{os.getpid()}/environ", f"/proc/{os.getpid()}/cmdline", "/etc/passwd"]
+        for path in others:  # this process reads them all: only the sandbox stands in the way
+            assert open(path, "rb").read(1)
+        files = sorted(corpus_dir.glob("*.parquet"))
+        drop_to = (NOBODY, NOBODY) if as_worker and is_root() else None
+        seen = _reads_in_hardened_child(files, others, drop_to)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    assert "harden" not in seen, seen
+    corpus = {k: v for k, v in seen.items() if "/proc/self/fd/" in k}
+    assert len(corpus) == 2 * len(files) and set(corpus.values()) == {"read"}, seen
+    refused = {k: v for k, v in seen.items() if k not in corpus}
+    assert len(refused) == 2 * len(others)
+    for attempt, outcome in refused.items():
+        # DuckDB finds nothing where the uid cannot even look (nobody in the 0700 test folder)
+        expected = {"PermissionError"} if attempt.startswith("open ") else {"IOException", "nothing"}
+        assert outcome in expected, (attempt, outcome)
 
 
 @pytest.fixture(scope="module")

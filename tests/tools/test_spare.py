@@ -12,6 +12,7 @@ import psutil
 import pytest
 
 from parquet_agent.tools import Tools
+from parquet_agent.tools.sandbox import landlock_abi
 from tests.tools.conftest import is_root
 
 
@@ -69,9 +70,28 @@ def test_the_waiting_spare_is_already_confined(fresh_tools):
         assert spare.uids().real == 65534 and spare.uids().effective == 65534
     else:  # no uid to drop to: the caller's own, with the same rlimits
         assert set(spare.uids()) == {os.getuid()}
-    # the spare holds no standard input or output of the server: only its two pipes and files
-    fds = os.listdir(f"/proc/{spare.pid}/fd")
-    assert len(fds) <= 3 + 2 + len(fresh_tools.snapshot.files)
+    # the spare holds no standard input or output of the server: only its two pipes, the files
+    # and, under Landlock, the handle that keeps its own cgroup file readable for DuckDB
+    links = _settled_fd_links(spare.pid)
+    pinned = [link for link in links if link.startswith("/proc/")]
+    assert pinned == ([f"/proc/{spare.pid}/cgroup"] if landlock_abi() else [])
+    assert len(links) - len(pinned) <= 3 + 2 + len(fresh_tools.snapshot.files)
+
+
+def _settled_fd_links(pid: int) -> list[str]:
+    """The spare's descriptors once Landlock is in place (it comes after no_new_privs): the
+    ruleset closed and, under Landlock, the cgroup handle open."""
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        except FileNotFoundError:  # a descriptor closed while we looked
+            links = ["landlock: not settled"]
+        if not any("landlock" in link for link in links) and (
+                not landlock_abi() or any(link.startswith("/proc/") for link in links)):
+            return links
+        assert time.monotonic() < deadline, links
+        time.sleep(0.005)
 
 
 def test_a_lost_spare_costs_only_a_direct_fork(fresh_tools):
