@@ -29,6 +29,7 @@ from typing import Protocol
 
 from parquet_agent.corpus.questions import Question
 from parquet_agent.errors import ModelCallError
+from parquet_agent.experiment_config import Limits
 from parquet_agent.models.protocol import (
     GenerationSettings,
     Message,
@@ -118,8 +119,8 @@ class NoTools:
 
 @dataclass(frozen=True)
 class AgentLimits:
-    max_tool_calls: int = 12
-    max_rounds: int = 16
+    max_tool_calls: int = Limits.max_tool_calls  # the config's [limits] defaults (the contract)
+    max_rounds: int = Limits.max_rounds
     max_tokens: int | None = None  # input + output over the whole case
     max_cost_usd: float | None = None
 
