@@ -79,7 +79,7 @@ def register(subparsers) -> None:
     p = sub.add_parser(
         "prepare",
         help="rewrite a corpus into the tool-ready layout (sorted, byte-capped row groups, "
-        "bloom filter), verify it row for row and record its lineage",
+        "bloom filter, Markdown in ~128 KiB pages), verify it row for row and record its lineage",
     )
     p.add_argument("src", help="folder of Parquet files in the corpus schema")
     p.add_argument("--out", required=True, help="output folder (must not hold Parquet files)")
