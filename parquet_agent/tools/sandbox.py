@@ -25,6 +25,7 @@ The DuckDB paths are `/proc/self/fd/N`, so no host path reaches the agent (setti
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import resource
 import signal
@@ -98,7 +99,7 @@ def harden(keep_fds: set[int], limits: SandboxLimits, drop_to: tuple[int, int] |
         if os.getuid() == 0 or os.geteuid() == 0:  # pragma: no cover - kernel refused silently
             raise RuntimeError("privilege drop failed")
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        _libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     except (OSError, AttributeError):  # pragma: no cover - not Linux
         pass
     abi = landlock_abi()
@@ -106,16 +107,29 @@ def harden(keep_fds: set[int], limits: SandboxLimits, drop_to: tuple[int, int] |
         confine_files(abi, [fd for fd in keep_fds if stat.S_ISREG(os.fstat(fd).st_mode)])
 
 
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc
+
+
+def _syscall(what: str, *args) -> int:
+    result = _libc().syscall(*args)
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return result
+
+
+@functools.cache
 def landlock_abi() -> int:
     """The kernel's Landlock ABI version; 0 where Landlock is missing or disabled."""
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.syscall.restype = ctypes.c_long
-        version = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
-                               ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
-    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return _syscall("landlock_create_ruleset", _SYS_LANDLOCK_CREATE_RULESET, None,
+                        ctypes.c_size_t(0), ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
+    except (OSError, AttributeError):  # missing, disabled, or not Linux
         return 0
-    return max(int(version), 0)
 
 
 def _readable_paths() -> list[str]:
@@ -161,42 +175,34 @@ def confine_files(abi: int, read_fds: list[int]) -> None:
         handled |= _LANDLOCK_ACCESS_FS_REFER
     if abi >= 3:
         handled |= _LANDLOCK_ACCESS_FS_TRUNCATE
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
     attr = ctypes.c_uint64(handled)  # struct landlock_ruleset_attr, first field only (ABI 1 size)
-    ruleset = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr),
-                           ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
-    if ruleset < 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"landlock_create_ruleset: {os.strerror(err)}")
+    ruleset = _syscall("landlock_create_ruleset", _SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr),
+                       ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
     try:
         for fd in read_fds:
-            _allow(libc, ruleset, fd, _LANDLOCK_ACCESS_FS_READ_FILE)
+            _allow(ruleset, fd, _LANDLOCK_ACCESS_FS_READ_FILE)
         for path in _READABLE_PATHS:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except OSError:
                 continue
             try:
-                _allow(libc, ruleset, fd, read_dir if stat.S_ISDIR(os.fstat(fd).st_mode) else _LANDLOCK_ACCESS_FS_READ_FILE)
+                _allow(ruleset, fd, read_dir if stat.S_ISDIR(os.fstat(fd).st_mode) else _LANDLOCK_ACCESS_FS_READ_FILE)
             finally:
                 # A rule holds an inode, and /proc makes a new inode for /proc/<pid>/cgroup
                 # whenever its dentry was dropped: that descriptor stays open for good.
                 if not path.startswith("/proc/"):
                     os.close(fd)
-        if libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"landlock_restrict_self: {os.strerror(err)}")
+        _syscall("landlock_restrict_self", _SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset),
+                 ctypes.c_uint32(0))
     finally:
         os.close(ruleset)
 
 
-def _allow(libc, ruleset: int, fd: int, access: int) -> None:
-    rule = _PathBeneath(access, fd)
-    if libc.syscall(_SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH),
-                    ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"landlock_add_rule: {os.strerror(err)}")
+def _allow(ruleset: int, fd: int, access: int) -> None:
+    _syscall("landlock_add_rule", _SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset),
+             ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH), ctypes.byref(_PathBeneath(access, fd)),
+             ctypes.c_uint32(0))
 
 
 def cgroup_status(root: str = "/sys/fs/cgroup") -> str:
