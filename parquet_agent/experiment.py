@@ -42,12 +42,13 @@ from parquet_agent.agent import (
     NoTools,
     system_prompt,
 )
-from parquet_agent.corpus.questions import QuestionSet, load_questions
-from parquet_agent.corpus.snapshot import CorpusSnapshot
 from parquet_agent.corpus.index import CorpusIndex
 from parquet_agent.corpus.manifest import MANIFEST_NAME, read_corpus_manifest
+from parquet_agent.corpus.questions import QuestionSet, load_questions
+from parquet_agent.corpus.snapshot import CorpusSnapshot
 from parquet_agent.errors import ConfigError, CorpusError, ModelCallError, SnapshotChangedError
 from parquet_agent.experiment_config import ExperimentConfig, case_id, load_config
+from parquet_agent.files import sha256_file
 from parquet_agent.judge import (
     Judge,
     JudgeInput,
@@ -78,7 +79,6 @@ from parquet_agent.store import (
     RunStore,
     freeze,
 )
-from parquet_agent.store.files import sha256_file
 from parquet_agent.store.journal import ATTEMPT_EVENTS
 from parquet_agent.tools import Tools
 

@@ -12,10 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from parquet_agent.corpus.sample import ensure_sample
 from parquet_agent.experiment_config import ExperimentConfig
-
-SAMPLE_ROWS = 2000
-SAMPLE_SEED = 0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -44,21 +42,6 @@ def _run(args: argparse.Namespace) -> int:
     run = experiment.run(args.run_dir, resume=args.resume, cache_policy=args.cache_policy)
     _print_result(run)
     return 0
-
-
-def ensure_sample(folder: Path) -> Path:
-    """Build and index the bundled sample corpus into `folder` unless it is already there."""
-    if (folder / "questions.jsonl").exists() and (folder / "_index" / "index.json").exists():
-        return folder
-    from parquet_agent.corpus.index import build_index
-    from parquet_agent.corpus.manifest import read_corpus_manifest
-    from parquet_agent.corpus.synthetic import build_corpus
-
-    print(f"building the sample corpus ({SAMPLE_ROWS} filings) in {folder} ...", flush=True)
-    result = build_corpus(folder, rows=SAMPLE_ROWS, seed=SAMPLE_SEED)
-    print(result.summary(), flush=True)
-    build_index(folder, snapshot=read_corpus_manifest(folder).snapshot)  # hashed once
-    return folder
 
 
 def demo_config(data: Path, runs: Path, sample_n: int | None = None) -> ExperimentConfig:

@@ -44,8 +44,6 @@ Models are `parquet_agent.models.spec.ModelSpec` records (built by the models pi
 from __future__ import annotations
 
 import difflib
-import hashlib
-import json
 import random
 import re
 import tomllib
@@ -55,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from parquet_agent.errors import ConfigError
+from parquet_agent.files import canonical_json, tagged_hash
 from parquet_agent.models.spec import ModelSpec, model_spec_from_table
 
 SCHEMA_VERSION = 1
@@ -68,16 +67,6 @@ _SLUG = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.+-]|_(?!_))*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # what a pasted secret looks like: a vendor prefix, or long with lowercase letters and digits
 _KEYLIKE = re.compile(r"^(sk-|sk_|AIza|xai-|gsk_)|^(?=.*[a-z])(?=.*[0-9]).{24,}$")
-
-
-def canonical_json(value: Any) -> bytes:
-    """The canonical JSON bytes hashed everywhere: sorted keys, no spaces, UTF-8."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def tagged_hash(data: bytes) -> str:
-    """`b2:` + BLAKE2b-256 hex of `data`."""
-    return "b2:" + hashlib.blake2b(data, digest_size=32).hexdigest()
 
 
 # -- checks shared by every record ------------------------------------------------------------
@@ -462,4 +451,4 @@ def load_config(path: str | Path) -> ExperimentConfig:
 
 
 __all__ = ["ExperimentConfig", "Limits", "ModelSpec", "Sample", "validate_model", "model_to_dict", "STRATEGIES", "case_id",
-           "canonical_json", "load_config", "tagged_hash"]
+           "load_config"]

@@ -42,7 +42,7 @@ from parquet_agent.corpus.layout import LayoutWriter
 from parquet_agent.corpus.questions import Evidence, Question, Reference, write_questions
 from parquet_agent.corpus.schema import CORPUS_SCHEMA
 from parquet_agent.errors import UsageError
-from parquet_agent.store.files import atomic_write_bytes
+from parquet_agent.files import atomic_write_bytes
 
 SCHEMA_VERSION = 1
 QUESTIONS_FILE = Path("questions") / "financebench_open_source.jsonl"

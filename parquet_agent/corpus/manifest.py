@@ -30,7 +30,7 @@ from pathlib import Path
 
 from parquet_agent.corpus.snapshot import CorpusSnapshot
 from parquet_agent.errors import CorpusError
-from parquet_agent.store.files import atomic_write_bytes
+from parquet_agent.files import atomic_write_bytes
 
 SCHEMA_VERSION = 1
 MANIFEST_NAME = "manifest.json"

@@ -16,12 +16,13 @@ from typing import Any
 
 _NAMES = {
     "CaseExplorer": "parquet_agent.explore.explorer",
+    "ChartedComparison": "parquet_agent.explore.compare",
     "RunComparison": "parquet_agent.explore.compare",
     "compare_cells": "parquet_agent.explore.compare",
     "compare_runs": "parquet_agent.explore.compare",
 }
 
-__all__ = ["CaseExplorer", "RunComparison", "charts", "compare_cells", "compare_runs"]
+__all__ = ["CaseExplorer", "ChartedComparison", "RunComparison", "charts", "compare_cells", "compare_runs"]
 
 
 def __getattr__(name: str) -> Any:

@@ -14,6 +14,8 @@
     charts.figure_html(fig)                # an offline-safe HTML fragment (plotly.js inline)
     charts.embed_figures({"scores": fig})  # for a page with a strict CSP (report.html): the
                                            #   plotly.js text, empty divs, one script per figure
+    charts.comparison_deltas(cmp)          # a RunComparison's paired deltas per cell (95% CIs)
+    charts.comparison_changes(cmp)         #   and its cases per cell by change
 
 `run` is a `Run`, a run folder, or a list of them: with several runs every cell is labelled
 `<run id> · <model> · <strategy>` and figures compare runs side by side. Data come from the
@@ -36,7 +38,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from parquet_agent.explore.source import open_run
+from parquet_agent.store.compare import ALL_CELLS, CHANGES, RunComparison
+from parquet_agent.store.run import open_run
 
 TEMPLATE = "plotly_white"
 COLORS = {"correctness": "#1f77b4", "citation_support": "#ff7f0e", "answer": "#1f77b4",
@@ -367,5 +370,48 @@ def embed_figures(figures: dict[str, go.Figure], *, id_prefix: str = "pa-chart-"
     return FigureEmbed(get_plotlyjs(), divs, scripts)
 
 
-__all__ = ["FigureEmbed", "RunTables", "cache_savings", "cost_breakdown", "cost_vs_correctness",
-           "embed_figures", "figure_html", "latency", "main_charts", "scores", "tool_effort"]
+
+
+# -- a comparison's figures (store.compare.RunComparison) --------------------------------------
+
+
+def comparison_deltas(cmp: RunComparison) -> go.Figure:
+    """Mean paired correctness and citation deltas (new - old) per cell with 95% CIs."""
+    cells = cmp.by_cell
+    labels = [f"{m} · {s}" if m != ALL_CELLS else ALL_CELLS
+              for m, s in zip(cells["model"], cells["strategy"])]
+    fig = go.Figure()
+    for name, color in (("correctness", "#1f77b4"), ("citation", "#ff7f0e")):
+        mean = pd.to_numeric(cells[f"{name}_delta"], errors="coerce")
+        fig.add_bar(x=labels, y=mean, name=f"{name} delta", marker_color=color,
+                    error_y=_err(mean, pd.to_numeric(cells[f"{name}_delta_low"],
+                                                     errors="coerce"),
+                                 pd.to_numeric(cells[f"{name}_delta_high"], errors="coerce")),
+                    customdata=cells[["paired_scored", "p_value"]].to_numpy(),
+                    hovertemplate="%{x}<br>mean delta %{y:+.1f}<br>%{customdata[0]} scored "
+                                  "pairs, McNemar p=%{customdata[1]:.3g}<extra></extra>")
+    fig.add_hline(y=0, line_color="#888")
+    return _layout(fig, f"Paired score deltas, {cmp.new_run_id} − {cmp.old_run_id} "
+                        "(95% bootstrap CI)", barmode="group",
+                   yaxis=dict(title="new − old (points)"),
+                   xaxis=dict(title="model · strategy"))
+
+
+def comparison_changes(cmp: RunComparison) -> go.Figure:
+    """Cases per cell by change: resolved, regressed, unchanged, unscored, new, dropped."""
+    cells = cmp.by_cell[cmp.by_cell["model"] != ALL_CELLS]
+    labels = [f"{m} · {s}" for m, s in zip(cells["model"], cells["strategy"])]
+    colors = {"resolved": "#2ca02c", "regressed": "#d62728", "still correct": "#aec7e8",
+              "still incorrect": "#ffbb78", "unscored": "#c7c7c7", "new": "#9467bd",
+              "dropped": "#8c564b"}
+    fig = go.Figure()
+    for change in CHANGES:
+        fig.add_bar(x=labels, y=cells[change].tolist(), name=change,
+                    marker_color=colors[change])
+    return _layout(fig, f"What changed per case (correct = correctness ≥ {cmp.threshold:g})",
+                   barmode="stack", yaxis=dict(title="cases"),
+                   xaxis=dict(title="model · strategy"))
+
+
+__all__ = ["FigureEmbed", "RunTables", "cache_savings", "comparison_changes", "comparison_deltas",
+           "cost_breakdown", "cost_vs_correctness", "embed_figures", "figure_html", "latency", "main_charts", "scores", "tool_effort"]

@@ -1,409 +1,76 @@
-"""Compare two runs case by case: what changed, by how much, and whether it is more than noise.
+"""Run comparisons for notebooks: `store.compare` plus its two plotly figures.
 
     cmp = compare_runs(new, old)           # Runs or run folders; threshold=50, seed=0
     compare_cells(run, ("m", "sql+stream"), ("m", "sql"))   # two cells of one run, by question
-    cmp.warnings                           # prompts, tool specs, corpus, config that differ
-    cmp.cases                              # one row per case id in either run (outer join)
-    cmp.by_cell                            # per model x strategy, plus an `(all)` row
-    cmp.resolved() / regressed() / new_cases() / dropped_cases()
     cmp.delta_chart() / cmp.transition_chart()       # plotly figures
-    cmp.to_html()                          # a self-contained HTML section (no script)
+    cmp.to_html(include_charts=True)       # the HTML section with the figures at its end
 
-Pairing: cases are aligned by case id (`<question>__<model>__<strategy>`), so the same question
-asked of the same model slug with the same strategy is compared with itself.
-
-Per case (`cases.change`): `new` (only in the new run), `dropped` (only in the old one),
-`unscored` (in both, but not scored in one of them: a failed or unfinished case has no score,
-and none is invented), else by the correctness threshold (correct = correctness >= threshold):
-`resolved` (incorrect -> correct), `regressed` (correct -> incorrect), `still correct`,
-`still incorrect`.
-
-Per cell (`by_cell`), over pairs scored in both runs: mean paired correctness and citation
-deltas (new - old) with seeded 95% percentile-bootstrap intervals of the per-case deltas; the
-paired test on correct/incorrect: McNemar, as the exact two-sided binomial test on the
-discordant pairs when there are fewer than 25 of them, else the continuity-corrected chi-square
-(1 dof); mean paired cost delta (USD, pairs whose cost is fully known) and wall-time delta (ms),
-each with its interval. Nothing here needs scipy.
+Pairing, changes, deltas and tests are `store.compare`'s (see its docstring); this module only
+opens run folders and draws (`charts.comparison_deltas`, `charts.comparison_changes`).
 """
 
 from __future__ import annotations
 
-import html
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
-import pandas as pd
+import plotly.graph_objects as go
 
-from parquet_agent.explore.source import open_run
-from parquet_agent.stats import bootstrap_ci
-
-CHANGES = ("resolved", "regressed", "still correct", "still incorrect", "unscored", "new",
-           "dropped")
-EXACT_BELOW = 25  # discordant pairs under which McNemar's exact binomial form is used
-ALL_CELLS = "(all)"
-
-
-@dataclass(frozen=True)
-class PairedTest:
-    """McNemar on correct/incorrect pairs: b = regressed, c = resolved."""
-
-    regressed: int
-    resolved: int
-    method: str
-    statistic: float | None
-    p_value: float
-
-
-def mcnemar(regressed: int, resolved: int) -> PairedTest:
-    """Two-sided McNemar test from the discordant counts (exact binomial when few)."""
-    b, c = int(regressed), int(resolved)
-    n = b + c
-    if n == 0:
-        return PairedTest(b, c, "no discordant pairs", None, 1.0)
-    if n < EXACT_BELOW:
-        k = min(b, c)
-        tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
-        return PairedTest(b, c, "McNemar exact (binomial)", None, min(1.0, 2 * tail))
-    chi2 = (abs(b - c) - 1) ** 2 / n
-    return PairedTest(b, c, "McNemar chi-square, continuity-corrected", chi2,
-                      math.erfc(math.sqrt(chi2 / 2)))
-
-
-# -- what differs between the runs' frozen inputs ---------------------------------------------
-
-
-def _snapshot_files(manifest: dict[str, Any]) -> dict[str, str]:
-    snap = manifest.get("corpus_snapshot") or {}
-    return {f.get("name"): f.get("content_hash") for f in snap.get("files") or []}
-
-
-def manifest_warnings(new: dict[str, Any], old: dict[str, Any]) -> list[str]:
-    """Human-readable differences between two run manifests that can explain score changes."""
-    out: list[str] = []
-    hn, ho = new.get("prompt_hashes") or {}, old.get("prompt_hashes") or {}
-    for key in sorted(set(hn) | set(ho)):
-        kind = "tool specs" if key.startswith("tools:") else "prompt"
-        if key not in ho:
-            out.append(f"{kind} {key!r} exists only in the new run")
-        elif key not in hn:
-            out.append(f"{kind} {key!r} exists only in the old run")
-        elif hn[key] != ho[key]:
-            out.append(f"{kind} {key!r} differs ({ho[key][:19]}… -> {hn[key][:19]}…): cases "
-                       "using it were not asked the same way")
-    sn, so = new.get("corpus_snapshot") or {}, old.get("corpus_snapshot") or {}
-    if sn.get("snapshot_id") != so.get("snapshot_id"):
-        fn, fo = _snapshot_files(new), _snapshot_files(old)
-        added = sorted(set(fn) - set(fo))
-        removed = sorted(set(fo) - set(fn))
-        changed = sorted(k for k in set(fn) & set(fo) if fn[k] != fo[k])
-        detail = "; ".join(f"{label}: {', '.join(names[:5])}{' …' if len(names) > 5 else ''}"
-                           for label, names in (("added", added), ("removed", removed),
-                                                ("changed", changed)) if names)
-        out.append(f"corpus snapshot differs ({so.get('snapshot_id')} -> "
-                   f"{sn.get('snapshot_id')}){': ' + detail if detail else ''}; the runs did "
-                   "not search the same data")
-    cn, co = new.get("config") or {}, old.get("config") or {}
-    mn = {m.get("name"): m for m in cn.get("models") or []}
-    mo = {m.get("name"): m for m in co.get("models") or []}
-    for name in sorted(set(mn) & set(mo)):
-        diffs = sorted(k for k in set(mn[name]) | set(mo[name])
-                       if k != "script" and mn[name].get(k) != mo[name].get(k))
-        if diffs:
-            out.append(f"model {name!r} is configured differently: "
-                       + ", ".join(f"{k} {mo[name].get(k)!r} -> {mn[name].get(k)!r}"
-                                   for k in diffs))
-    judge_n, judge_o = cn.get("judge") or {}, co.get("judge") or {}
-    if (judge_n.get("provider"), judge_n.get("model")) != (judge_o.get("provider"),
-                                                           judge_o.get("model")):
-        out.append(f"judge differs: {judge_o.get('provider')}/{judge_o.get('model')} -> "
-                   f"{judge_n.get('provider')}/{judge_n.get('model')}; scores are not on the "
-                   "same scale")
-    ln, lo = cn.get("limits") or {}, co.get("limits") or {}
-    limit_diffs = sorted(k for k in set(ln) | set(lo) if ln.get(k) != lo.get(k))
-    if limit_diffs:
-        out.append("limits differ: " + ", ".join(f"{k} {lo.get(k)!r} -> {ln.get(k)!r}"
-                                                  for k in limit_diffs))
-    if new.get("code_hash") != old.get("code_hash"):
-        out.append("the code differs (code_hash); see each manifest's package_versions")
-    return out
-
-
-# -- the comparison -----------------------------------------------------------------------------
-
-
-def _frame(run) -> pd.DataFrame:
-    c = run.cases_df()
-    # the case-record statuses (complete, incomplete, failed): the journal view says
-    # `unfinished` for a case without case_finished, which the records call `incomplete`
-    c = c.assign(cost=c["cost_usd"].where(c["cost_unknown_attempts"] == 0),
-                 status=c["status"].replace({"unfinished": "incomplete"}))
-    return c[["case_id", "question_id", "model", "strategy", "status", "correctness",
-              "citation_support", "cost", "wall_ms"]]
-
-
-def _change(row: pd.Series, threshold: float) -> str:
-    if pd.isna(row["status_old"]):
-        return "new"
-    if pd.isna(row["status_new"]):
-        return "dropped"
-    if pd.isna(row["correctness_old"]) or pd.isna(row["correctness_new"]):
-        return "unscored"
-    before, after = row["correctness_old"] >= threshold, row["correctness_new"] >= threshold
-    if before == after:
-        return "still correct" if after else "still incorrect"
-    return "resolved" if after else "regressed"
-
-
-def _interval(values: pd.Series, seed: int) -> tuple[float | None, float | None, float | None]:
-    ci = bootstrap_ci(values.tolist(), seed=seed)
-    return ci.mean, ci.low, ci.high
-
-
-def _cell_row(cell: tuple[str, str], g: pd.DataFrame, seed: int) -> dict[str, Any]:
-    counts = g["change"].value_counts()
-    both = g[g["change"].isin(("resolved", "regressed", "still correct", "still incorrect"))]
-    test = mcnemar(int(counts.get("regressed", 0)), int(counts.get("resolved", 0)))
-    row: dict[str, Any] = {"model": cell[0], "strategy": cell[1], "cases": len(g),
-                           "paired_scored": len(both)}
-    row.update({c: int(counts.get(c, 0)) for c in CHANGES})
-    for name, new, old in (("correctness", "correctness_new", "correctness_old"),
-                           ("citation", "citation_support_new", "citation_support_old")):
-        d = (both[new] - both[old]).dropna()
-        row[f"{name}_delta"], row[f"{name}_delta_low"], row[f"{name}_delta_high"] = \
-            _interval(d, seed)
-    paired = g[~g["change"].isin(("new", "dropped"))]
-    for name, col in (("cost_usd", "cost"), ("wall_ms", "wall_ms")):
-        d = (paired[f"{col}_new"] - paired[f"{col}_old"]).dropna()
-        row[f"{name}_delta"], row[f"{name}_delta_low"], row[f"{name}_delta_high"] = \
-            _interval(d, seed)
-        row[f"{name}_pairs"] = len(d)
-    row.update(test=test.method, p_value=test.p_value, statistic=test.statistic)
-    return row
+from parquet_agent.explore import charts
+from parquet_agent.store import compare
+from parquet_agent.store.compare import (
+    ALL_CELLS,
+    CHANGES,
+    PairedTest,
+    RunComparison,
+    manifest_warnings,
+    mcnemar,
+)
+from parquet_agent.store.run import open_run
 
 
 @dataclass(frozen=True)
-class RunComparison:
-    """The result of `compare_runs`; see the module docstring for every column."""
+class ChartedComparison(RunComparison):
+    """A `RunComparison` that draws itself (what `compare_runs` returns here)."""
 
-    new_run_id: str
-    old_run_id: str
-    threshold: float
-    seed: int
-    warnings: tuple[str, ...]
-    cases: pd.DataFrame
-    by_cell: pd.DataFrame
+    @classmethod
+    def of(cls, comparison: RunComparison) -> ChartedComparison:
+        return cls(**{f.name: getattr(comparison, f.name) for f in fields(RunComparison)})
 
-    def _where(self, change: str) -> pd.DataFrame:
-        return self.cases[self.cases["change"] == change].reset_index(drop=True)
-
-    def resolved(self) -> pd.DataFrame:
-        return self._where("resolved")
-
-    def regressed(self) -> pd.DataFrame:
-        return self._where("regressed")
-
-    def new_cases(self) -> pd.DataFrame:
-        return self._where("new")
-
-    def dropped_cases(self) -> pd.DataFrame:
-        return self._where("dropped")
-
-    def counts(self) -> dict[str, int]:
-        vc = self.cases["change"].value_counts()
-        return {c: int(vc.get(c, 0)) for c in CHANGES}
-
-    @property
-    def overall(self) -> dict[str, Any]:
-        return self.by_cell[self.by_cell["model"] == ALL_CELLS].iloc[0].to_dict()
-
-    # -- figures --------------------------------------------------------------------------------
-
-    def delta_chart(self):
+    def delta_chart(self) -> go.Figure:
         """Mean paired correctness and citation deltas (new - old) per cell with 95% CIs."""
-        import plotly.graph_objects as go
+        return charts.comparison_deltas(self)
 
-        from parquet_agent.explore.charts import _err, _layout
-
-        cells = self.by_cell
-        labels = [f"{m} · {s}" if m != ALL_CELLS else ALL_CELLS
-                  for m, s in zip(cells["model"], cells["strategy"])]
-        fig = go.Figure()
-        for name, color in (("correctness", "#1f77b4"), ("citation", "#ff7f0e")):
-            mean = pd.to_numeric(cells[f"{name}_delta"], errors="coerce")
-            fig.add_bar(x=labels, y=mean, name=f"{name} delta", marker_color=color,
-                        error_y=_err(mean, pd.to_numeric(cells[f"{name}_delta_low"],
-                                                         errors="coerce"),
-                                     pd.to_numeric(cells[f"{name}_delta_high"], errors="coerce")),
-                        customdata=cells[["paired_scored", "p_value"]].to_numpy(),
-                        hovertemplate="%{x}<br>mean delta %{y:+.1f}<br>%{customdata[0]} scored "
-                                      "pairs, McNemar p=%{customdata[1]:.3g}<extra></extra>")
-        fig.add_hline(y=0, line_color="#888")
-        return _layout(fig, f"Paired score deltas, {self.new_run_id} − {self.old_run_id} "
-                            "(95% bootstrap CI)", barmode="group",
-                       yaxis=dict(title="new − old (points)"),
-                       xaxis=dict(title="model · strategy"))
-
-    def transition_chart(self):
+    def transition_chart(self) -> go.Figure:
         """Cases per cell by change: resolved, regressed, unchanged, unscored, new, dropped."""
-        import plotly.graph_objects as go
+        return charts.comparison_changes(self)
 
-        from parquet_agent.explore.charts import _layout
-
-        cells = self.by_cell[self.by_cell["model"] != ALL_CELLS]
-        labels = [f"{m} · {s}" for m, s in zip(cells["model"], cells["strategy"])]
-        colors = {"resolved": "#2ca02c", "regressed": "#d62728", "still correct": "#aec7e8",
-                  "still incorrect": "#ffbb78", "unscored": "#c7c7c7", "new": "#9467bd",
-                  "dropped": "#8c564b"}
-        fig = go.Figure()
-        for change in CHANGES:
-            fig.add_bar(x=labels, y=cells[change].tolist(), name=change,
-                        marker_color=colors[change])
-        return _layout(fig, f"What changed per case (correct = correctness ≥ {self.threshold:g})",
-                       barmode="stack", yaxis=dict(title="cases"),
-                       xaxis=dict(title="model · strategy"))
-
-    # -- HTML -----------------------------------------------------------------------------------
-
-    def to_html(self, *, include_charts: bool = False, include_plotlyjs: bool = False) -> str:
-        """A `<section>` for a report or a notebook: warnings, change counts, per-cell deltas
-        and tests, and the resolved / regressed / new / dropped case ids. Every string is
-        escaped. With `include_charts`, the two figures follow (plotly.js inlined only when
-        `include_plotlyjs`; a page that already loaded it passes False)."""
-        e = html.escape
-        out = [f'<section class="pa-compare"><h2>Comparison: {e(self.new_run_id)} (new) vs '
-               f"{e(self.old_run_id)} (old)</h2>"]
-        if self.warnings:
-            out.append('<div class="pa-warnings"><b>Differences that can explain changes:</b>'
-                       "<ul>" + "".join(f"<li>{e(w)}</li>" for w in self.warnings)
-                       + "</ul></div>")
-        else:
-            out.append("<p>Prompts, tool specs, corpus snapshot, models, judge and limits are "
-                       "the same in both runs.</p>")
-        counts = self.counts()
-        out.append("<table class=\"pa-counts\"><tr>" + "".join(f"<th>{e(c)}</th>" for c in CHANGES)
-                   + "</tr><tr>" + "".join(f"<td>{counts[c]}</td>" for c in CHANGES)
-                   + "</tr></table>")
-        out.append(f"<p>Correct means correctness ≥ {self.threshold:g}. Deltas are new − old "
-                   f"over pairs scored in both runs, with 95% bootstrap intervals (seed "
-                   f"{self.seed}); p-values are two-sided McNemar tests (exact binomial under "
-                   f"{EXACT_BELOW} discordant pairs).</p>")
-        out.append(_cell_table(self.by_cell))
-        for change in ("regressed", "resolved", "new", "dropped"):
-            ids = self._where(change)["case_id"].tolist()
-            if ids:
-                out.append(f"<details><summary>{e(change)} ({len(ids)})</summary><ul>"
-                           + "".join(f"<li><code>{e(i)}</code></li>" for i in ids)
-                           + "</ul></details>")
+    def to_html(self, *, include_charts: bool = False, include_plotlyjs: bool = False,
+                figures: tuple[str, ...] = ()) -> str:
+        """`RunComparison.to_html`; with `include_charts`, the two figures close the section
+        (plotly.js inlined only when `include_plotlyjs`; a page that already loaded it passes
+        False)."""
         if include_charts:
-            from parquet_agent.explore.charts import figure_html
-
-            out.append(figure_html(self.delta_chart(), include_plotlyjs=include_plotlyjs))
-            out.append(figure_html(self.transition_chart(), include_plotlyjs=False))
-        out.append("</section>")
-        return "".join(out)
-
-    def _repr_html_(self) -> str:
-        return self.to_html()
+            figures = (*figures,
+                       charts.figure_html(self.delta_chart(), include_plotlyjs=include_plotlyjs),
+                       charts.figure_html(self.transition_chart(), include_plotlyjs=False))
+        return super().to_html(figures=figures)
 
 
-def _fmt(value: Any, spec: str) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    return format(value, spec)
-
-
-def _ci(row: dict[str, Any], name: str, spec: str) -> str:
-    return (f"{_fmt(row[f'{name}_delta'], spec)} [{_fmt(row[f'{name}_delta_low'], spec)}, "
-            f"{_fmt(row[f'{name}_delta_high'], spec)}]")
-
-
-def _cell_table(cells: pd.DataFrame) -> str:
-    head = ("model", "strategy", "paired scored", "resolved", "regressed", "correctness Δ",
-            "citation Δ", "McNemar p", "cost Δ USD", "wall Δ ms", "new", "dropped", "unscored")
-    out = ["<table class=\"pa-cells\"><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
-           + "</tr>"]
-    for row in cells.to_dict("records"):
-        values = (row["model"], row["strategy"], row["paired_scored"], row["resolved"],
-                  row["regressed"], _ci(row, "correctness", "+.1f"), _ci(row, "citation", "+.1f"),
-                  _fmt(row["p_value"], ".3g"), _ci(row, "cost_usd", "+.5f"),
-                  _ci(row, "wall_ms", "+.0f"), row["new"], row["dropped"], row["unscored"])
-        out.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in values) + "</tr>")
-    out.append("</table>")
-    return "".join(out)
-
-
-def _check_threshold(threshold: float) -> None:
-    if not 0 <= threshold <= 100:
-        raise ValueError(f"threshold must be within 0..100 (a correctness score), got {threshold}")
-
-
-def _pair(a: pd.DataFrame, b: pd.DataFrame, new_id: str, old_id: str, warnings: list[str],
-          threshold: float, seed: int, what: str) -> RunComparison:
-    """Outer-join two case frames on `case_id` and compute every change, delta and test."""
-    merged = a.merge(b, on="case_id", how="outer", suffixes=("_new", "_old"), sort=True)
-    for col in ("question_id", "model", "strategy"):
-        merged[col] = merged[f"{col}_new"].combine_first(merged[f"{col}_old"])
-        merged = merged.drop(columns=[f"{col}_new", f"{col}_old"])
-    merged["change"] = [_change(r, threshold) for _, r in merged.iterrows()] if len(merged) \
-        else pd.Series(dtype=str)
-    merged["correctness_delta"] = merged["correctness_new"] - merged["correctness_old"]
-    merged["citation_delta"] = merged["citation_support_new"] - merged["citation_support_old"]
-    merged["cost_delta"] = merged["cost_new"] - merged["cost_old"]
-    merged["wall_ms_delta"] = merged["wall_ms_new"] - merged["wall_ms_old"]
-    order = ["case_id", "question_id", "model", "strategy", "change", "status_old", "status_new",
-             "correctness_old", "correctness_new", "correctness_delta", "citation_support_old",
-             "citation_support_new", "citation_delta", "cost_old", "cost_new", "cost_delta",
-             "wall_ms_old", "wall_ms_new", "wall_ms_delta"]
-    merged = merged[order]
-    if int((~merged["change"].isin(("new", "dropped"))).sum()) == 0:
-        warnings.append(f"nothing can be paired: {what}")
-    rows = [_cell_row((m, s), g, seed)
-            for (m, s), g in merged.groupby(["model", "strategy"], sort=True, dropna=False)]
-    rows.append(_cell_row((ALL_CELLS, ALL_CELLS), merged, seed))
-    return RunComparison(new_id, old_id, float(threshold), seed, tuple(warnings), merged,
-                         pd.DataFrame(rows))
-
-
-def compare_runs(new: Any, old: Any, *, threshold: float = 50.0, seed: int = 0) -> RunComparison:
-    """Pair `new` and `old` (Runs or run folders) by case id; see the module docstring."""
-    _check_threshold(threshold)
-    new_run, old_run = open_run(new), open_run(old)
-    warnings = manifest_warnings(new_run.manifest, old_run.manifest)
-    return _pair(_frame(new_run), _frame(old_run), new_run.run_id, old_run.run_id, warnings,
-                 threshold, seed, "the runs share no case id (case ids are "
-                 "<question>__<model>__<strategy>; use the same model names)")
+def compare_runs(new: Any, old: Any, *, threshold: float = 50.0,
+                 seed: int = 0) -> ChartedComparison:
+    """Pair `new` and `old` (Runs or run folders) by case id; see `store.compare`."""
+    return ChartedComparison.of(compare.compare_runs(open_run(new), open_run(old),
+                                                     threshold=threshold, seed=seed))
 
 
 def compare_cells(run: Any, new: tuple[str, str], old: tuple[str, str], *,
-                  threshold: float = 50.0, seed: int = 0) -> RunComparison:
-    """Two model x strategy cells of ONE run, paired by question: is `new` (model, strategy)
-    better than `old` on the same questions? Same columns and tests as `compare_runs`; case
-    ids become question ids and the one cell is labelled `<new model> vs <old model>` /
-    `<new strategy> vs <old strategy>`. E.g. `compare_cells(run, ("baseline", "sql+stream"),
-    ("baseline", "sql"))`."""
-    _check_threshold(threshold)
-    the_run = open_run(run)
-    frame = _frame(the_run)
-    cells = set(zip(frame["model"], frame["strategy"]))
-    for cell in (tuple(new), tuple(old)):
-        if cell not in cells:
-            from parquet_agent.errors import UsageError
-
-            raise UsageError(f"{the_run.run_id} has no cell {cell!r}; its (model, strategy) "
-                             f"cells are {sorted(cells)}")
-
-    def side(cell: tuple[str, str]) -> pd.DataFrame:
-        part = frame[(frame["model"] == cell[0]) & (frame["strategy"] == cell[1])].copy()
-        part["case_id"] = part["question_id"]
-        part["model"] = f"{new[0]} vs {old[0]}"
-        part["strategy"] = f"{new[1]} vs {old[1]}"
-        return part
-
-    label = f"{the_run.run_id}: {{}} · {{}}"
-    return _pair(side(new), side(old), label.format(*new), label.format(*old), [], threshold,
-                 seed, "the two cells share no question")
+                  threshold: float = 50.0, seed: int = 0) -> ChartedComparison:
+    """Two model x strategy cells of one run (a Run or a run folder), paired by question;
+    see `store.compare.compare_cells`."""
+    return ChartedComparison.of(compare.compare_cells(open_run(run), new, old,
+                                                      threshold=threshold, seed=seed))
 
 
-__all__ = ["CHANGES", "PairedTest", "RunComparison", "compare_cells", "compare_runs",
-           "manifest_warnings", "mcnemar"]
+__all__ = ["ALL_CELLS", "CHANGES", "ChartedComparison", "PairedTest", "RunComparison", "compare_cells",
+           "compare_runs", "manifest_warnings", "mcnemar"]

@@ -109,7 +109,7 @@ def ensure_corpus(config: ExperimentConfig) -> Path:
     if (folder / "questions.jsonl").exists() or any(folder.glob("*.parquet")):
         return folder
     if folder.name == "sample":
-        from parquet_agent.experiment_commands import ensure_sample
+        from parquet_agent.corpus.sample import ensure_sample
 
         return ensure_sample(folder)
     raise UsageError(f"corpus {folder} is missing; build one with `parquet-agent corpus build "

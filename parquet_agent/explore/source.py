@@ -1,6 +1,6 @@
 """Where the explorer, the charts and the comparison get a run from: one read-only seam.
 
-    run = open_run(run_or_path)           # a Run (returned as is), a run folder, or a str path
+    run = open_run(run_or_path)           # store.run.open_run: a Run, a run folder or a str path
     cases = CaseSource.open(run)          # the case index and the case records
     cases.index                           # DataFrame, one row per case (report INDEX_COLUMNS)
     cases.record(case_id)                 # the case record dict (report.case_record schema)
@@ -22,28 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parquet_agent.errors import ExportError, RunError, UsageError
+from parquet_agent.files import sha256_file
 from parquet_agent.report.exporter import source_files
-from parquet_agent.store.files import sha256_file
+
+from parquet_agent.store.run import open_run
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from parquet_agent.store.run import Run
-
-
-def open_run(run: Any) -> Run:
-    """A `Run` from a Run, a run folder path or a str; UsageError for anything else."""
-    from parquet_agent.store.run import Run
-
-    if isinstance(run, Run):
-        return run
-    if isinstance(run, (str, Path)):
-        path = Path(run)
-        if not (path / "manifest.json").is_file():
-            raise UsageError(f"{path}: not a run folder (no manifest.json); pass the folder that "
-                             "`parquet-agent run` printed, or a Run from Experiment(...).run()")
-        return Run(path)
-    raise UsageError(f"expected a Run or a run folder path, got {type(run).__name__}")
 
 
 def exports_current(run_dir: Path) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 
 import anthropic
 
-from parquet_agent.models.http_model import NOT_SUPPORTED, HttpModel, SentSettings, _Outcome, tokens
+from parquet_agent.models.http_model import NOT_SUPPORTED, HttpModel, SentSettings, CallOutcome, tokens
 from parquet_agent.models.protocol import (
     AssistantMessage,
     GenerationSettings,
@@ -95,7 +95,7 @@ class AnthropicMessagesModel(HttpModel):
                 raise TypeError(f"unknown message type {type(m).__name__}")
         return ("\n\n".join(system) if system else None), out
 
-    def _call(self, request: ModelRequest, sent: SentSettings) -> _Outcome:
+    def _call(self, request: ModelRequest, sent: SentSettings) -> CallOutcome:
         system, messages = self.wire_messages(request)
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -137,7 +137,7 @@ class AnthropicMessagesModel(HttpModel):
             message=AssistantMessage(text=text, tool_calls=tuple(calls),
                                      provider_data={"anthropic": {"content": content}}),
         )
-        return _Outcome(reply)
+        return CallOutcome(reply)
 
 
 def _usage(u) -> Usage:

@@ -25,7 +25,7 @@ from typing import Any
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from parquet_agent.models.http_model import NOT_SUPPORTED, HttpModel, SentSettings, _Outcome, tokens
+from parquet_agent.models.http_model import NOT_SUPPORTED, HttpModel, SentSettings, CallOutcome, tokens
 from parquet_agent.models.protocol import (
     AssistantMessage,
     GenerationSettings,
@@ -99,7 +99,7 @@ class GeminiModel(HttpModel):
                 raise TypeError(f"unknown message type {type(m).__name__}")
         return ("\n\n".join(system) if system else None), out
 
-    def _call(self, request: ModelRequest, sent: SentSettings) -> _Outcome:
+    def _call(self, request: ModelRequest, sent: SentSettings) -> CallOutcome:
         system, contents = self.wire_contents(request)
         config: dict[str, Any] = {"max_output_tokens": sent.max_output_tokens,
                                   "automatic_function_calling": {"disable": True}}
@@ -151,7 +151,7 @@ class GeminiModel(HttpModel):
             message=AssistantMessage(text=text, tool_calls=tuple(calls),
                                      provider_data={"google": {"parts": kept}}),
         )
-        return _Outcome(reply)
+        return CallOutcome(reply)
 
 
 def _usage(u) -> Usage:

@@ -3,7 +3,7 @@
 `HttpModel.complete(request, sink)` runs up to `retry.max_attempts` attempts. Each attempt is
 one SDK call (SDK retries are off) inside `RecordingTransport.exchange(sink,
 "<label>.attempt-NN")`, so its request and response are on disk before the SDK parses them.
-A subclass implements `_call(request) -> _Outcome`: translate the neutral conversation to its
+A subclass implements `_call(request) -> CallOutcome`: translate the neutral conversation to its
 wire format, call its SDK, normalise the reply. Failures are classified by `retry.classify`;
 retryable ones back off and try again, others fail fast. Every attempt becomes a frozen
 `Attempt`; when none succeeds, `ModelCallError` carries them all.
@@ -26,6 +26,7 @@ import httpx2
 import pydantic
 
 from parquet_agent.errors import ModelCallError
+from parquet_agent.files import utc_now
 from parquet_agent.models.prices import PriceTable
 from parquet_agent.models.protocol import (
     UNVERIFIED,
@@ -37,7 +38,6 @@ from parquet_agent.models.protocol import (
     RawSink,
     Reply,
     Usage,
-    utc_now,
 )
 from parquet_agent.models.retry import (
     Failure,
@@ -52,7 +52,7 @@ NOT_SUPPORTED = "not supported"
 
 
 @dataclass(frozen=True)
-class _Outcome:
+class CallOutcome:
     """What one successful SDK call gave: the reply, a gateway-reported cost and notes.
     `fatal` (e.g. a provider-pin mismatch) fails the attempt without a retry."""
 
@@ -103,7 +103,7 @@ class HttpModel:
 
     # -- for subclasses ------------------------------------------------------------------
 
-    def _call(self, request: ModelRequest, sent: SentSettings) -> _Outcome:
+    def _call(self, request: ModelRequest, sent: SentSettings) -> CallOutcome:
         raise NotImplementedError
 
     def _sent_settings(self, settings: GenerationSettings) -> SentSettings:
@@ -169,7 +169,7 @@ class HttpModel:
         for number in range(1, self.retry.max_attempts + 1):
             started_at = utc_now()
             t0 = time.perf_counter()
-            outcome: _Outcome | None = None
+            outcome: CallOutcome | None = None
             malformed: MalformedReplyError | None = None
             with self.transport.exchange(sink, f"{request.label}.attempt-{number:02d}") as ex:
                 try:

@@ -25,7 +25,7 @@ from typing import Any
 
 import openai
 
-from parquet_agent.models.http_model import NOT_SUPPORTED, HttpModel, SentSettings, _Outcome, tokens
+from parquet_agent.models.http_model import NOT_SUPPORTED, HttpModel, SentSettings, CallOutcome, tokens
 from parquet_agent.models.protocol import (
     AssistantMessage,
     GenerationSettings,
@@ -120,7 +120,7 @@ class OpenAIChatModel(HttpModel):
                 raise TypeError(f"unknown message type {type(m).__name__}")
         return out
 
-    def _call(self, request: ModelRequest, sent: SentSettings) -> _Outcome:
+    def _call(self, request: ModelRequest, sent: SentSettings) -> CallOutcome:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": self.wire_messages(request),
@@ -145,7 +145,7 @@ class OpenAIChatModel(HttpModel):
         resp = self.client.chat.completions.create(**kwargs)
         return self._parse(resp)
 
-    def _parse(self, resp) -> _Outcome:
+    def _parse(self, resp) -> CallOutcome:
         usage = _usage(resp.usage)
         model = getattr(resp, "model", None)
         if not resp.choices:
@@ -185,7 +185,7 @@ class OpenAIChatModel(HttpModel):
             usage=usage,
             message=AssistantMessage(text=text, tool_calls=tuple(calls)),
         )
-        return _Outcome(reply, float(gateway) if isinstance(gateway, (int, float)) else None,
+        return CallOutcome(reply, float(gateway) if isinstance(gateway, (int, float)) else None,
                         tuple(notes), fatal)
 
     def _check_pin(self, named) -> tuple[list[str], str | None]:

@@ -13,7 +13,6 @@ All records are frozen; timestamps are UTC ISO-8601 strings.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any, Iterable, Literal, Protocol, Union
 
 # -- tools as the model sees them -----------------------------------------------------------
@@ -178,11 +177,6 @@ class Attempt:
 class ModelResult:
     reply: Reply
     attempts: tuple[Attempt, ...]
-
-
-def utc_now() -> str:
-    """Now as the UTC ISO-8601 string every record here uses (microseconds, `+00:00`)."""
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
 def total_cost(attempts: Iterable[Attempt]) -> float | None:

@@ -19,6 +19,7 @@ from dataclasses import asdict
 from typing import Any, Callable, Sequence, Union
 
 from parquet_agent.errors import ScriptExhaustedError
+from parquet_agent.files import utc_now
 from parquet_agent.models.protocol import (
     AssistantMessage,
     Attempt,
@@ -29,7 +30,6 @@ from parquet_agent.models.protocol import (
     Reply,
     ToolCall,
     Usage,
-    utc_now,
 )
 
 SCHEMA_VERSION = 1

@@ -14,7 +14,7 @@ import re
 import threading
 from pathlib import Path
 
-from parquet_agent.store.files import atomic_write_bytes
+from parquet_agent.files import atomic_write_bytes
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+=@-]")
 

@@ -33,7 +33,8 @@ from typing import Iterator, Sequence
 
 import httpx2
 
-from parquet_agent.models.protocol import RawSink, utc_now
+from parquet_agent.files import utc_now
+from parquet_agent.models.protocol import RawSink
 
 SCHEMA_VERSION = 1
 REDACTED = "[REDACTED-CREDENTIAL]"

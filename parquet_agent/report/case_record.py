@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from parquet_agent.errors import ExportError, RunError
+from parquet_agent.models.protocol import UNVERIFIED
 from parquet_agent.report.rawview import (
     RawFile,
     first_user_text,
@@ -42,7 +43,6 @@ from parquet_agent.store.journal import ATTEMPT_EVENTS, Event
 from parquet_agent.store.run import Run
 
 SCHEMA_VERSION = 1
-UNVERIFIED = "unverified"
 TOOL_COUNT_FIELDS = ("requested_by_model", "processed", "budgeted_attempts", "dispatched",
                      "cache_hits", "source_worker_runs", "errors", "budget_rejected",
                      "model_rounds", "api_attempt_count")

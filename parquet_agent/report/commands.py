@@ -44,9 +44,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from parquet_agent.explore.sections import report_extras
     from parquet_agent.report.exporter import export_run
 
-    result = export_run(args.run_dir, charts=args.charts, compare_with=args.compare)
+    extras = report_extras(args.run_dir, charts=args.charts, compare_with=args.compare)
+    result = export_run(args.run_dir, extras=extras)
     print(f"exported {result.cases} cases of {result.run_dir} in {result.seconds:.2f} s")
     print(f"report:     {result.report}")
     print(f"provenance: {result.run_dir / 'case-export-provenance.json'}")

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from parquet_agent.errors import ExportError, RunError
+from parquet_agent.files import atomic_write_bytes, sha256_file, utc_now
 from parquet_agent.report.case_record import (
     INDEX_COLUMNS,
     TOOL_COUNT_FIELDS,
@@ -48,8 +49,8 @@ from parquet_agent.report.case_record import (
     build_case,
     index_row,
 )
+from parquet_agent.report.html_report import ReportExtras, render_report
 from parquet_agent.stats import bootstrap_ci, percentile
-from parquet_agent.store.files import atomic_write_bytes, sha256_file, utc_now
 from parquet_agent.store.manifest import tree_hash
 
 SCHEMA_VERSION = 1
@@ -228,30 +229,11 @@ def _write(run_dir: Path, rel: str, data: bytes, *, keep_identical: bool = False
     os.replace(tmp, path)
 
 
-def _report_extras(run_dir: Path, charts: bool, compare_with: str | Path | None):
-    """Chart and comparison sections (built by `explore`, from the run's journals only)."""
-    from parquet_agent.explore import charts as charts_mod
-    from parquet_agent.explore.compare import compare_runs
-    from parquet_agent.report.html_report import ReportExtras
-
-    sections, scripts = [], []
-    if compare_with is not None:
-        sections.append(compare_runs(run_dir, Path(compare_with)).to_html())
-    if charts:
-        embed = charts_mod.embed_figures(charts_mod.main_charts(run_dir))
-        sections.append('<h2>Charts</h2><div class="charts">' + "".join(embed.divs.values())
-                        + "</div>")
-        scripts = [embed.plotly_js, *embed.scripts.values()]
-    return ReportExtras(tuple(sections), tuple(scripts))
-
-
-def export_run(run_dir: str | Path, *, charts: bool = False,
-               compare_with: str | Path | None = None) -> ExportResult:
+def export_run(run_dir: str | Path, *, extras: ReportExtras | None = None) -> ExportResult:
     """(Re)build every export of `run_dir`; raise ExportError when the run cannot be read.
 
-    `charts` embeds the main plotly charts in report.html (plotly.js inline: ~4.8 MB more);
-    `compare_with` adds a paired comparison with that older run folder."""
-    from parquet_agent.report.html_report import render_report
+    `extras`: optional report.html sections built by the caller (the charts and a comparison:
+    `explore.sections.report_extras`); the exporter itself never plots."""
 
     t0 = time.perf_counter()
     run_dir = Path(run_dir).resolve()
@@ -269,9 +251,8 @@ def export_run(run_dir: str | Path, *, charts: bool = False,
         written["cases-index.csv"] = _csv(rows)
         summary = build_summary(source, rows)
         written["summary.json"] = dumps(summary)
-        extra = _report_extras(run_dir, charts, compare_with) if charts or compare_with else None
         written["report.html"] = render_report(source.run.run_id, summary, rows, texts,
-                                               extra=extra)
+                                               extra=extras)
     except (RunError, KeyError, ValueError, TypeError) as exc:
         raise ExportError(f"{run_dir}: cannot export this run: {type(exc).__name__}: {exc}. "
                           "Check it with Run.verify(); the run's own files were not changed")\

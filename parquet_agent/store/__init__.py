@@ -13,10 +13,11 @@
     run.summary(); run.cases_df(); run.attempts_df(); run.tool_calls_df(); run.ledger()
     run.verify()               # manifest hash, raw digests, journal damage
 
-Modules: `files` (atomic writes, durable appends, writer lock), `blobs` (content-addressed raw
-store), `journal` (typed events, reader), `manifest` (freeze, code hash, resume comparison),
+Modules: `blobs` (content-addressed raw store), `journal` (typed events, reader), `manifest`
+(freeze, code hash, resume comparison),
 `records` (rebuild model records for replay), `run` (`Run`), `frames` (DataFrames and summary),
-`runstore` (`RunStore`). The folder layout is the run-directory contract of DESIGN.md.
+`runstore` (`RunStore`), `compare` (two runs paired by case id). Durable file primitives are
+the shared `parquet_agent.files`. The folder layout is the run-directory contract of DESIGN.md.
 """
 
 from parquet_agent.store.blobs import RawStats, RawStore, read_raw

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from parquet_agent.errors import RunError
-from parquet_agent.store.files import DurableAppender, fsync_dir, truncate_torn_tail
+from parquet_agent.files import DurableAppender, fsync_dir, truncate_torn_tail
 
 RAW_DIR = "raw"
 META_PREFIX = "meta/"

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from parquet_agent.errors import RunError
-from parquet_agent.store.files import (
+from parquet_agent.files import (
     DurableAppender,
     atomic_write_bytes,
     fsync_dir,

@@ -24,7 +24,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from parquet_agent.experiment_config import ExperimentConfig, canonical_json, tagged_hash
+from parquet_agent.experiment_config import ExperimentConfig
+from parquet_agent.files import canonical_json, tagged_hash
 
 SCHEMA_VERSION = 1
 # distributions whose versions are frozen: ours and those that shape requests, SQL or numbers

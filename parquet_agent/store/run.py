@@ -17,7 +17,9 @@ A `Run` comes from `RunStore.create(...)` (writable, manifest frozen) or `RunSto
     run.verify()                  VerifyReport: manifest hash, raw digests, journal damage
     run.ledger()                  every attempt's cost by purpose (DataFrame)
     run.cases_df() / attempts_df() / tool_calls_df() / summary()   (see store.frames)
-    run.compare(old)              paired comparison with an older run (see explore.compare)
+    run.compare(old)              paired comparison with an older run or run folder (see
+                                  store.compare; explore.compare_runs adds its figures)
+    open_run(run_or_path)         a Run from a Run, a run folder or a str path
 
 A case is done when its journal has `case_finished`; a case with `case_failed` but no
 `case_finished` is redone on resume (its successful turns are still replayed).
@@ -32,9 +34,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from parquet_agent.errors import ResumeRefusedError, RunError
+from parquet_agent.errors import ResumeRefusedError, RunError, UsageError
+from parquet_agent.files import WriterLock
 from parquet_agent.store.blobs import RawStore
-from parquet_agent.store.files import WriterLock
 from parquet_agent.store.journal import (
     RUN_JOURNAL,
     CaseFinished,
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from parquet_agent.experiment_config import ExperimentConfig
+    from parquet_agent.store.compare import RunComparison
 
 MANIFEST = "manifest.json"
 JOURNAL_DIR = "journal"
@@ -385,11 +388,12 @@ class Run:
 
         return summary_frame(self, seed=seed)
 
-    def compare(self, old: Run | str | Path, *, threshold: float = 50.0, seed: int = 0) -> Any:
-        """Compare this run with an older one, paired by case id (see `explore.compare`)."""
-        from parquet_agent.explore.compare import compare_runs
+    def compare(self, old: Run | str | Path, *, threshold: float = 50.0,
+                seed: int = 0) -> RunComparison:
+        """Compare this run with an older one, paired by case id (see `store.compare`)."""
+        from parquet_agent.store.compare import compare_runs
 
-        return compare_runs(self, old, threshold=threshold, seed=seed)
+        return compare_runs(self, open_run(old), threshold=threshold, seed=seed)
 
     def run_figures(self) -> dict[str, Any]:
         from parquet_agent.store.frames import run_figures
@@ -406,3 +410,16 @@ class Run:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+
+def open_run(run: Any) -> Run:
+    """A `Run` from a Run, a run folder path or a str; UsageError for anything else."""
+    if isinstance(run, Run):
+        return run
+    if isinstance(run, (str, Path)):
+        path = Path(run)
+        if not (path / MANIFEST).is_file():
+            raise UsageError(f"{path}: not a run folder (no manifest.json); pass the folder that "
+                             "`parquet-agent run` printed, or a Run from Experiment(...).run()")
+        return Run(path)
+    raise UsageError(f"expected a Run or a run folder path, got {type(run).__name__}")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parquet_agent.errors import RunError
-from parquet_agent.store.files import atomic_write_bytes, fsync_dir, utc_now
+from parquet_agent.files import atomic_write_bytes, fsync_dir, utc_now
 from parquet_agent.store.manifest import build_manifest
 from parquet_agent.store.run import JOURNAL_DIR, MANIFEST, Run
 

@@ -48,7 +48,7 @@ def parse_select(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.Statement:
     try:
         statements = con.extract_statements(sql)
     except duckdb.Error as exc:
-        raise GateRejection("sql", f"could not parse the query: {_first_line(exc)}") from exc
+        raise GateRejection("sql", f"could not parse the query: {first_line(exc)}") from exc
     if len(statements) != 1:
         raise GateRejection(
             "forbidden" if statements else "validation",
@@ -73,7 +73,7 @@ def _serialize(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
     try:
         (text,) = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
     except duckdb.Error as exc:
-        raise GateRejection("forbidden", f"the query could not be checked: {_first_line(exc)}") from exc
+        raise GateRejection("forbidden", f"the query could not be checked: {first_line(exc)}") from exc
     tree = json.loads(text)
     if tree.get("error"):
         message = tree.get("error_message", "unknown error")
@@ -104,5 +104,5 @@ def _walk(node: Any) -> None:
             stack.extend(item)
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

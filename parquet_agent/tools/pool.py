@@ -19,9 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import parquet_agent
 from parquet_agent.errors import CorpusError, UsageError
-from parquet_agent.tools.server import _failure, read_frame, write_frame
+from parquet_agent.tools.wire import failure, read_frame, write_frame
 
 # Allocator taming (notes B.6i): without these, duckdb + pyarrow reserve 2.3 GiB of address
 # space and RLIMIT_AS 1.5 GiB fails healthy queries. The last two keep the server
@@ -47,7 +46,7 @@ _WORKER_ENV = {
 
 def worker_environment() -> dict[str, str]:
     """The complete environment of the fork server and its workers (an allow-list)."""
-    package_root = str(Path(parquet_agent.__file__).resolve().parent.parent)
+    package_root = str(Path(__file__).resolve().parents[2])  # the folder holding parquet_agent/
     return {**_WORKER_ENV, "PYTHONPATH": package_root}
 
 
@@ -228,4 +227,4 @@ class WorkerPool:
 
 
 def _crashed(message: str) -> dict:
-    return _failure("worker_crashed", message)
+    return failure("worker_crashed", message)

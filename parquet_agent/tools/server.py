@@ -28,40 +28,13 @@ import json
 import os
 import selectors
 import signal
-import struct
 import sys
 import time
 
-_HEADER = struct.Struct(">I")
+from parquet_agent.tools.wire import FRAME_HEADER, failure, frame_body, read_frame, write_frame
+
 MAX_RESULT_BYTES = 16 * 1024 * 1024
 KILL_GRACE_SECONDS = 2.0
-
-
-def write_frame(fd: int, obj: dict) -> None:
-    data = json.dumps(obj, ensure_ascii=False).encode("utf-8", "replace")
-    view = memoryview(_HEADER.pack(len(data)) + data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def read_frame(stream) -> dict | None:
-    """One frame from a blocking binary stream; None at end of stream."""
-    head = _read_exactly(stream, _HEADER.size)
-    if head is None:
-        return None
-    (size,) = _HEADER.unpack(head)
-    body = _read_exactly(stream, size)
-    return None if body is None else json.loads(body)
-
-
-def _read_exactly(stream, size: int) -> bytes | None:
-    data = bytearray()
-    while len(data) < size:
-        chunk = stream.read(size - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return bytes(data)
 
 
 class _Child:
@@ -76,13 +49,11 @@ class _Child:
 
     def answer(self) -> dict | None:
         """The child's answer once its whole length-prefixed frame has arrived."""
-        if len(self.buffer) < _HEADER.size:
-            return None
-        (size,) = _HEADER.unpack_from(self.buffer)
-        if len(self.buffer) < _HEADER.size + size:
+        body = frame_body(self.buffer)
+        if body is None:
             return None
         try:
-            return json.loads(bytes(self.buffer[_HEADER.size : _HEADER.size + size]))
+            return json.loads(body)
         except ValueError:
             return None
 
@@ -96,16 +67,12 @@ class _Spare:
         self.result_fd = result_fd
 
 
-def _failure(kind: str, message: str) -> dict:
-    return {"ok": False, "error": {"kind": kind, "message": message}}
-
-
 def _death_answer(child: _Child, status: int, limits: dict) -> dict:
     """The child's answer, or what its death means when it gave none."""
     if child.killed_for == "too_large":
-        return _failure("too_large", f"the result exceeded {MAX_RESULT_BYTES} bytes; ask for less")
+        return failure("too_large", f"the result exceeded {MAX_RESULT_BYTES} bytes; ask for less")
     if child.killed_for == "timeout":
-        return _failure(
+        return failure(
             "timeout",
             f"the call ran past its {limits['wall_seconds']:g} s wall-clock limit and its worker "
             "was killed. Narrow the query by metadata first.",
@@ -116,18 +83,18 @@ def _death_answer(child: _Child, status: int, limits: dict) -> dict:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         if sig == signal.SIGXCPU:  # RLIMIT_CPU: the backstop behind the watchdog
-            return _failure(
+            return failure(
                 "cpu",
                 f"the call used its {limits['cpu_seconds']:g} CPU-second budget and its worker "
                 "was stopped. Narrow by metadata first; prefer contains() over ILIKE.",
             )
-        return _failure(
+        return failure(
             "worker_crashed",
             f"the worker died from signal {signal.Signals(sig).name} (possibly out of its "
             "address space); the next call gets a fresh worker.",
         )
     code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
-    return _failure(
+    return failure(
         "worker_crashed",
         f"the worker exited with status {code} without an answer; the next call gets a fresh worker.",
     )
@@ -183,12 +150,9 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> None:  # pragma: no cover - 
                         spare = None
                     continue
                 pending += chunk
-                while len(pending) >= _HEADER.size:
-                    (size,) = _HEADER.unpack_from(pending)
-                    if len(pending) < _HEADER.size + size:
-                        break
-                    job = json.loads(bytes(pending[_HEADER.size : _HEADER.size + size]))
-                    del pending[: _HEADER.size + size]
+                while (body := frame_body(pending)) is not None:
+                    del pending[: FRAME_HEADER.size + len(body)]
+                    job = json.loads(body)
                     child = _dispatch(spare, job, limits) if spare is not None else None
                     if child is None:  # no spare (calls overlap) or it died: fork one now
                         child = _spawn(job, ctx, limits, stdin_fd, stdout_fd)

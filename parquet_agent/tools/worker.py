@@ -24,10 +24,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from parquet_agent.corpus.pages import PageFormatError, column_format, read_cell
-from parquet_agent.tools.gate import GateRejection, _first_line, parse_select
+from parquet_agent.tools.gate import GateRejection, first_line, parse_select
 from parquet_agent.tools.lookup import HeaderSearch, RowIndex, RowLocation
 from parquet_agent.tools.render import OutputLimits, bound_rows, jsonable
-from parquet_agent.tools.server import read_frame, write_frame
 from parquet_agent.tools.sandbox import (
     SandboxLimits,
     Watchdog,
@@ -36,6 +35,7 @@ from parquet_agent.tools.sandbox import (
     fd_path,
     harden,
 )
+from parquet_agent.tools.wire import read_frame, write_frame
 
 SCAN_ADVICE = (
     "Whole-corpus scans of parsed_md cannot finish within the per-call budget. Narrow first by "
@@ -128,7 +128,7 @@ def _run(job: dict, ctx: Context, watchdog: Watchdog) -> dict:
     except (duckdb.OutOfMemoryException, MemoryError) as exc:
         return _error(
             "memory",
-            f"the query ran out of its {ctx.limits.memory_limit} memory limit ({_first_line(exc)}). "
+            f"the query ran out of its {ctx.limits.memory_limit} memory limit ({first_line(exc)}). "
             "Return fewer or smaller values: aggregate, LIMIT, select substr(parsed_md, ...) "
             "instead of whole cells, avoid sorting or DISTINCT over parsed_md.",
             ctx,
@@ -143,7 +143,7 @@ def _run(job: dict, ctx: Context, watchdog: Watchdog) -> dict:
         )
     except duckdb.Error as exc:
         if "bad allocation" in str(exc) or "Failed to allocate" in str(exc):
-            return _error("memory", f"the query ran out of memory ({_first_line(exc)}).", ctx)
+            return _error("memory", f"the query ran out of memory ({first_line(exc)}).", ctx)
         return _error("sql", _sql_message(exc, job), ctx)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from parquet_agent.explore.sections import report_extras
 from parquet_agent.report.exporter import export_run
 from tests.report.conftest import INCOMPLETE_CASE, MISSING_REQUEST, fresh_copy
 
@@ -135,7 +136,8 @@ def test_an_incomplete_case_shows_latest_context_missing_requests_and_unsent_out
 
 def test_charts_and_a_comparison_embed_offline(page, http_run, offline_run, tmp_path):
     run_dir = fresh_copy(http_run, tmp_path)
-    report = export_run(run_dir, charts=True, compare_with=offline_run).report
+    extras = report_extras(run_dir, charts=True, compare_with=offline_run)
+    report = export_run(run_dir, extras=extras).report
     _open(page, report)
     expect(page.locator(".js-plotly-plot")).to_have_count(6)
     assert "Comparison" in page.locator("body").inner_text()

@@ -1,4 +1,11 @@
-"""Durable file primitives of the run store: atomic writes, durable appends, a writer lock.
+"""The shared bottom layer: durable file primitives, hashes, canonical JSON, the one clock format.
+
+Every other piece (corpus, models, store, report, ...) imports these downward; this module
+imports nothing of ours but `errors`.
+
+- `utc_now()`: the one timestamp format every record uses (UTC, microseconds, `Z`).
+- `canonical_json(value)` / `tagged_hash(data)`: the bytes hashed everywhere and their `b2:` hash;
+  `sha256_file(path)`: `sha256:<hex>` of a file.
 
 - `atomic_write_bytes(path, data)`: temp file in the same folder, fsync, `os.replace`, fsync of
   the folder; a reader sees the old file or the whole new one, never a part.
@@ -13,10 +20,12 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from parquet_agent.errors import RunError
 
@@ -24,6 +33,16 @@ from parquet_agent.errors import RunError
 def utc_now() -> str:
     """Now as a UTC ISO-8601 string with microseconds and a `Z`."""
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def canonical_json(value: Any) -> bytes:
+    """The canonical JSON bytes hashed everywhere: sorted keys, no spaces, UTF-8."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def tagged_hash(data: bytes) -> str:
+    """`b2:` + BLAKE2b-256 hex of `data`."""
+    return "b2:" + hashlib.blake2b(data, digest_size=32).hexdigest()
 
 
 def sha256_file(path: Path) -> str:

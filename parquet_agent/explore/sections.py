@@ -1,0 +1,43 @@
+"""The optional sections of report.html that need plotting or a second run, built here and
+injected into the exporter (`export_run(run_dir, extras=report_extras(...))`), so the report
+layer never imports explore.
+
+    extras = report_extras(run_dir, charts=True, compare_with="runs/older")
+    export_run(run_dir, extras=extras)
+
+`charts` embeds the main plotly charts (plotly.js inline: ~4.8 MB more); `compare_with` adds a
+paired comparison with that older run folder (`store.compare`, as HTML with no script).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from parquet_agent.errors import ExportError, RunError
+from parquet_agent.explore import charts as charts_mod
+from parquet_agent.report.html_report import ReportExtras
+from parquet_agent.store.compare import compare_runs
+from parquet_agent.store.run import open_run
+
+
+def report_extras(run_dir: str | Path, *, charts: bool = False,
+                  compare_with: str | Path | None = None) -> ReportExtras | None:
+    """The chart and comparison sections of `run_dir`'s report (from the journals only); None
+    when neither is asked for. ExportError when a run cannot be read."""
+    if not charts and compare_with is None:
+        return None
+    run_dir = Path(run_dir).resolve()
+    sections, scripts = [], []
+    try:
+        if compare_with is not None:
+            sections.append(compare_runs(open_run(run_dir), open_run(Path(compare_with))).to_html())
+        if charts:
+            embed = charts_mod.embed_figures(charts_mod.main_charts(run_dir))
+            sections.append('<h2>Charts</h2><div class="charts">' + "".join(embed.divs.values())
+                            + "</div>")
+            scripts = [embed.plotly_js, *embed.scripts.values()]
+    except (RunError, KeyError, ValueError, TypeError) as exc:
+        raise ExportError(f"{run_dir}: cannot build the report's charts or comparison: "
+                          f"{type(exc).__name__}: {exc}. Check the runs with Run.verify(); "
+                          "their files were not changed") from exc
+    return ReportExtras(tuple(sections), tuple(scripts))
