@@ -29,7 +29,7 @@ from typing import Protocol
 
 from parquet_agent.corpus.questions import Question
 from parquet_agent.errors import ModelCallError
-from parquet_agent.experiment_config import Limits
+from parquet_agent.limits import AgentLimits
 from parquet_agent.models.protocol import (
     GenerationSettings,
     Message,
@@ -115,14 +115,6 @@ class NoTools:
     def call_raw(self, name: object, arguments: object) -> ToolResult:
         return error_result(str(name)[:200], arguments, "unknown_tool",
                             "this is a closed-book case: no tools are available")
-
-
-@dataclass(frozen=True)
-class AgentLimits:
-    max_tool_calls: int = Limits.max_tool_calls  # the config's [limits] defaults (the contract)
-    max_rounds: int = Limits.max_rounds
-    max_tokens: int | None = None  # input + output over the whole case
-    max_cost_usd: float | None = None
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,6 @@ from parquet_agent.agent import (
     NO_TOOLS,
     PROMPT_VERSION,
     Agent,
-    AgentLimits,
     AgentOutcome,
     NoTools,
     system_prompt,
@@ -186,8 +185,7 @@ class Experiment:
                                 enabled=self.progress)
             drift = _DriftWatch(snapshot, Path(config.corpus), run_journal)
             judge = Judge(judge_model, max_attempts=config.limits.max_judge_attempts)
-            limits = AgentLimits(config.limits.max_tool_calls, config.limits.max_rounds,
-                                 config.limits.max_case_tokens, config.limits.max_case_cost_usd)
+            limits = config.limits.agent_limits()
 
             def one(item: tuple[str, str, str]) -> float | None:
                 drift.check()

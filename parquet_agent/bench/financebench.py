@@ -150,30 +150,15 @@ def build_pack(source: str | Path, out: str | Path, *, jobs: int = 1) -> PackRes
             continue
         evidence, oracle_evidence, stems, page_stems = [], [], [], []
         for ev in q["evidence"]:
-            stem = stem_of.get(ev["doc_name"])
-            if stem is None:
-                raise UsageError(f"{qid}: evidence names {ev['doc_name']}, not in the corpus")
-            md = rows[stem]["parsed_md"]
-            if stem not in spans_cache:  # setdefault would compute the spans every time
-                spans_cache[stem] = page_spans(md)
-            spans = spans_cache[stem]
-            page = int(ev["evidence_page_num"]) + 1
-            loc = locate(ev["evidence_text"], md, _page_body_span(spans, page, md))
-            if not loc.verified:
-                raise AssertionError(f"{qid}: evidence mapping failed verification ({loc})")
-            oracle_stem = None
-            if loc.start is not None:
-                quote = md[loc.start : loc.end]
-                evidence.append(Evidence(stem, quote, loc.start, loc.end))
-                found_page = next(n for n, s, e in spans if s <= loc.start < e)
-                oracle_stem = f"{stem}.p{found_page}"
-                oracle_pages[oracle_stem] = (stem, found_page)
+            mapping, quote, found_page = _map_evidence(qid, ev, stem_of, rows, spans_cache)
+            mappings.append(mapping)
+            stems.append(mapping.file_stem)
+            if quote is not None:
+                evidence.append(quote)
+                oracle_stem = mapping.oracle_stem
+                oracle_pages[oracle_stem] = (mapping.file_stem, found_page)
                 page_stems.append(oracle_stem)
-                oracle_evidence.append((oracle_stem, loc.start, loc.end, found_page))
-            mappings.append(EvidenceMapping(qid, ev["doc_name"], stem, page, loc.match,
-                                            loc.coverage, loc.start, loc.end, loc.verified,
-                                            oracle_stem))
-            stems.append(stem)
+                oracle_evidence.append((oracle_stem, quote.start, quote.end, found_page))
         question = Question(qid, q["question"])
         ref = Reference(qid, str(q["answer"]), tuple(evidence), q.get("question_type"))
         items.append((question, ref))
@@ -190,14 +175,7 @@ def build_pack(source: str | Path, out: str | Path, *, jobs: int = 1) -> PackRes
             for o_stem, s, e, page in ev), ref.kind))
         for (question, ev), (_, ref) in zip(oracle_items, items)
     ])
-    (out / "scopes").mkdir(parents=True, exist_ok=True)
-    for name, scope in (("single_store", single_scope), ("oracle", oracle_scope)):
-        _write_json(out / "scopes" / f"{name}.json", {
-            "schema_version": SCHEMA_VERSION,
-            "description": f"FinanceBench {name.replace('_', ' ')}: the file_stems each "
-            "question's tools may see (config key `scope`, docs/financebench.md)",
-            "scopes": scope,
-        })
+    _write_scopes(out / "scopes", {"single_store": single_scope, "oracle": oracle_scope})
     configs = write_configs(out / "configs")
     result = PackResult(out, len(items), excluded, len(rows), len(oracle_rows), tuple(mappings),
                         tuple(configs), time.perf_counter() - started)
@@ -214,6 +192,42 @@ def build_pack(source: str | Path, out: str | Path, *, jobs: int = 1) -> PackRes
         "configs": list(configs),
     })
     return result
+
+
+def _map_evidence(qid: str, ev: dict, stem_of: dict[str, str], rows: dict[str, dict],
+                  spans_cache: dict[str, list]
+                  ) -> tuple[EvidenceMapping, Evidence | None, int | None]:
+    """Where one FinanceBench evidence passage is in our Markdown (verified); the quote and the
+    page it was found on when it was found."""
+    stem = stem_of.get(ev["doc_name"])
+    if stem is None:
+        raise UsageError(f"{qid}: evidence names {ev['doc_name']}, not in the corpus")
+    md = rows[stem]["parsed_md"]
+    if stem not in spans_cache:  # setdefault would compute the spans every time
+        spans_cache[stem] = page_spans(md)
+    spans = spans_cache[stem]
+    page = int(ev["evidence_page_num"]) + 1
+    loc = locate(ev["evidence_text"], md, _page_body_span(spans, page, md))
+    if not loc.verified:
+        raise AssertionError(f"{qid}: evidence mapping failed verification ({loc})")
+    oracle_stem, quote, found_page = None, None, None
+    if loc.start is not None:
+        quote = Evidence(stem, md[loc.start : loc.end], loc.start, loc.end)
+        found_page = next(n for n, s, e in spans if s <= loc.start < e)
+        oracle_stem = f"{stem}.p{found_page}"
+    return EvidenceMapping(qid, ev["doc_name"], stem, page, loc.match, loc.coverage, loc.start,
+                           loc.end, loc.verified, oracle_stem), quote, found_page
+
+
+def _write_scopes(folder: Path, scopes: dict[str, dict[str, list[str]]]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, scope in scopes.items():
+        _write_json(folder / f"{name}.json", {
+            "schema_version": SCHEMA_VERSION,
+            "description": f"FinanceBench {name.replace('_', ' ')}: the file_stems each "
+            "question's tools may see (config key `scope`, docs/financebench.md)",
+            "scopes": scope,
+        })
 
 
 def _oracle_evidence(oracle_md: str, md: str, spans, o_stem: str, page: int, s: int, e: int):

@@ -1,5 +1,6 @@
-"""`ModelSpec`: one `[[models]]` entry (or `[judge]`) of the experiment config, and the small
-reader preflight uses. The experiment config loader should reuse `model_spec_from_table`.
+"""`ModelSpec`: one `[[models]]` entry (or `[judge]`) of the experiment config, and the one place
+a model entry is checked: `model_spec_from_table` (a TOML table; the experiment config and the
+preflight reader `load_model_specs` both use it) and `validate_model` (a spec built in Python).
 
 Contract fields (DESIGN.md): `name, provider, model, api_key_env, base_url, provider_pin,
 temperature, reasoning_effort`. Ours, all optional: `max_output_tokens`, `max_attempts`,
@@ -11,14 +12,24 @@ spec: only the name of the variable that holds it.
 
 from __future__ import annotations
 
+import re
 import tomllib
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
+from parquet_agent.checks import check_keys, check_type, fail, join
 from parquet_agent.errors import ConfigError
 
 PROVIDERS = ("openai", "anthropic", "google", "scripted", "baseline")
+JUDGE_PROVIDERS = PROVIDERS + ("rubric",)  # rubric: the offline judge (built by the judge piece)
+OFFLINE_PROVIDERS = ("scripted", "baseline", "rubric")
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+_SLUG = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.+-]|_(?!_))*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# what a pasted secret looks like: a vendor prefix, or long with lowercase letters and digits
+_KEYLIKE = re.compile(r"^(sk-|sk_|AIza|xai-|gsk_)|^(?=.*[a-z])(?=.*[0-9]).{24,}$")
 
 
 @dataclass(frozen=True)
@@ -40,47 +51,97 @@ class ModelSpec:
     script: str | None = None
 
 
-_FIELDS = {f.name for f in fields(ModelSpec)}
+MODEL_KEYS = tuple(f.name for f in fields(ModelSpec))
 
 
-def model_spec_from_table(table: Mapping[str, Any], *, where: str, default_name: str | None = None,
+def model_spec_from_table(table: Any, *, where: str, judge: bool = False,
                           base_dir: Path | None = None) -> ModelSpec:
-    """Build a `ModelSpec` from one TOML table; `where` names it in error messages
-    (e.g. `[[models]] #2`). A relative `script` path is resolved against `base_dir`."""
-    unknown = sorted(set(table) - _FIELDS)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(_FIELDS)}")
+    """Build and check a `ModelSpec` from one TOML table; `where` names it in error messages
+    (e.g. `smoke.toml: [[models]][2]`). The judge's name defaults to `judge` and it may be the
+    offline `rubric`; `model` defaults to the provider for offline providers. A relative
+    `script` path is resolved against `base_dir`."""
+    check_type(where, table, Mapping, "a table")
+    check_keys(where, table, MODEL_KEYS)
     data = dict(table)
-    if default_name and "name" not in data:
-        data["name"] = default_name
-    for key in ("name", "provider"):
-        if not isinstance(data.get(key), str) or not data[key]:
-            raise ConfigError(f"{where}: `{key}` is required and must be a non-empty string")
-    if data["provider"] not in PROVIDERS:
-        raise ConfigError(f"{where}: provider {data['provider']!r} is not one of {list(PROVIDERS)}")
-    data.setdefault("model", data["provider"])
-    if data["provider"] in ("openai", "anthropic", "google") and not data.get("api_key_env"):
-        raise ConfigError(f"{where}: provider {data['provider']!r} needs `api_key_env`, the name "
-                          "of the environment variable that holds the key")
-    pin = data.get("provider_pin")
-    if pin is not None:
-        if isinstance(pin, str):
-            pin = [pin]
-        if not isinstance(pin, list) or not all(isinstance(p, str) for p in pin):
-            raise ConfigError(f"{where}: provider_pin must be a list of provider names")
-        data["provider_pin"] = tuple(pin)
+    if "name" not in data:
+        if not judge:
+            raise fail(where, "missing required key 'name' (the slug used in case ids)")
+        data["name"] = "judge"
+    provider = data.get("provider")
+    _check_provider(where, provider, judge)
+    if "model" not in data:
+        if provider not in OFFLINE_PROVIDERS:
+            raise fail(join(where, "model"), f"provider {provider!r} needs a model id")
+        data["model"] = provider
+    if provider not in OFFLINE_PROVIDERS and not data.get("api_key_env"):
+        raise fail(where, f"provider {provider!r} needs `api_key_env`, the name of the "
+                   "environment variable that holds the key")
+    if isinstance(data.get("provider_pin"), str):  # one upstream name
+        data["provider_pin"] = (data["provider_pin"],)
     if data.get("script") and base_dir is not None and not Path(data["script"]).is_absolute():
         data["script"] = str(base_dir / data["script"])
-    try:
-        return ModelSpec(**data)
-    except TypeError as exc:  # pragma: no cover - guarded by the key check above
-        raise ConfigError(f"{where}: {exc}") from exc
+    return validate_model(ModelSpec(**data), where, judge=judge)
+
+
+def validate_model(spec: ModelSpec, where: str, *, judge: bool = False) -> ModelSpec:
+    """Check a spec and return it normalised (a new record: provider_pin a tuple, temperature
+    a float): the name is a slug, `rubric` only for the judge, a model id for network providers,
+    temperature 0-2, a known reasoning effort, an http(s) base_url, and an `api_key_env` that is
+    a variable name, not a pasted key. ConfigError naming `where` and the key otherwise."""
+    w = where
+    check_type(w, spec, ModelSpec, "a ModelSpec (parquet_agent.models.spec)")
+    check_type(join(w, "name"), spec.name, str, "a string")
+    if not _SLUG.match(spec.name) or spec.name.endswith("_"):
+        raise fail(join(w, "name"), f"{spec.name!r} is not a slug: use letters, digits, "
+                   "'.', '-', '+' and single '_' (it goes into case ids, joined by '__')")
+    _check_provider(w, spec.provider, judge)
+    check_type(join(w, "model"), spec.model, str, "a string")
+    if spec.provider not in OFFLINE_PROVIDERS and spec.model == spec.provider:
+        raise fail(join(w, "model"), f"provider {spec.provider!r} needs a model id")
+    if spec.api_key_env is not None:
+        check_type(join(w, "api_key_env"), spec.api_key_env, str, "a string")
+        if _KEYLIKE.search(spec.api_key_env) or not _ENV_NAME.match(spec.api_key_env):
+            raise fail(join(w, "api_key_env"), "must be the NAME of an environment variable "
+                       "(e.g. OPENAI_API_KEY), never the key itself")
+    if spec.base_url is not None:
+        check_type(join(w, "base_url"), spec.base_url, str, "a string")
+        if not spec.base_url.startswith(("http://", "https://")):
+            raise fail(join(w, "base_url"), f"{spec.base_url!r} must start with http:// or https://")
+    if spec.provider_pin is not None:
+        check_type(join(w, "provider_pin"), spec.provider_pin, (list, tuple), "a list of strings")
+        if not spec.provider_pin:
+            raise fail(join(w, "provider_pin"), "is empty: leave it out to allow any provider")
+        for item in spec.provider_pin:
+            check_type(join(w, "provider_pin"), item, str, "a list of strings")
+        spec = replace(spec, provider_pin=tuple(spec.provider_pin))
+    if spec.temperature is not None:
+        check_type(join(w, "temperature"), spec.temperature, (int, float), "a number")
+        if not 0 <= spec.temperature <= 2:
+            raise fail(join(w, "temperature"), f"{spec.temperature} is outside 0..2")
+        spec = replace(spec, temperature=float(spec.temperature))
+    if spec.reasoning_effort is not None and spec.reasoning_effort not in REASONING_EFFORTS:
+        raise fail(join(w, "reasoning_effort"),
+                   f"{spec.reasoning_effort!r} is not one of {', '.join(REASONING_EFFORTS)}")
+    return spec
+
+
+def _check_provider(where: str, provider: Any, judge: bool) -> None:
+    providers = JUDGE_PROVIDERS if judge else PROVIDERS
+    if provider not in providers:
+        extra = " ('rubric' can only be the [judge])" if provider == "rubric" else ""
+        raise fail(join(where, "provider"),
+                   f"{provider!r} is not one of {', '.join(providers)}{extra}")
+
+
+def model_to_dict(spec: ModelSpec) -> dict[str, Any]:
+    """A model entry as TOML-shaped JSON (tuples as lists)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(spec).items()}
 
 
 def load_model_specs(path: Path) -> tuple[tuple[ModelSpec, ...], ModelSpec | None]:
-    """Read only `[[models]]` and `[judge]` of an experiment config: (models, judge or None).
-    A `provider = "rubric"` judge (offline, built by the judge piece) comes back as a spec with
-    that provider, unchecked."""
+    """Read only `[[models]]` and `[judge]` of an experiment config: (models, judge or None),
+    with the same checks as the experiment config. A `provider = "rubric"` judge (offline,
+    built by the judge piece) comes back as a spec with that provider."""
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text())
@@ -99,11 +160,7 @@ def load_model_specs(path: Path) -> tuple[tuple[ModelSpec, ...], ModelSpec | Non
     if len(set(names)) != len(names):
         raise ConfigError(f"config {path}: model names must be unique, got {names}")
     judge = None
-    if isinstance(data.get("judge"), dict) and data["judge"].get("provider") == "rubric":
-        # The offline rubric judge is built by the judge piece, not here; preflight skips it.
-        judge = ModelSpec(name=data["judge"].get("name", "judge"), provider="rubric",
-                          model=data["judge"].get("model", "rubric"))
-    elif "judge" in data:
-        judge = model_spec_from_table(data["judge"], where=f"{path}: [judge]",
-                                      default_name="judge", base_dir=path.parent)
+    if "judge" in data:  # a `rubric` judge comes back as a spec with that provider
+        judge = model_spec_from_table(data["judge"], where=f"{path}: [judge]", judge=True,
+                                      base_dir=path.parent)
     return models, judge
