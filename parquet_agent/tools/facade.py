@@ -5,86 +5,65 @@
     tools.call_raw(name, arguments)                      # untrusted: any JSON value, any name
 
 `open` takes the corpus snapshot (or uses the one given), finds the sidecar index under
-`_index/` (refusing a stale one), and starts the sandbox (`pool.WorkerPool`). A `Tools` is safe to
-share between threads: identical successful calls are served from a shared cache, and at most
+`_index/` (refusing a stale one), and starts the sandbox (`shared_sandbox.SharedSandbox`: the
+fork server, result cache and data-worker gate). A `Tools` is a frozen view of one strategy's
+tools over that sandbox (`for_strategy` gives another view of the same one) and is safe to share
+between threads: identical successful calls are served from the shared cache, and at most
 `data_workers` data calls run in workers at once. `describe_corpus` is answered from the
 snapshot in this process: it reads no data.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
-import os
 import time
-import weakref
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from types import MappingProxyType
+from typing import Any
 
 from parquet_agent.corpus.schema import COLUMN_MEANINGS
 from parquet_agent.corpus.snapshot import CorpusSnapshot
-from parquet_agent.corpus.index import CorpusIndex, index_exists
 from parquet_agent.errors import UsageError
 from parquet_agent.models.protocol import ToolSpec
-from parquet_agent.tools.cache import CachedOutput, ResultCache, cache_key
-from parquet_agent.tools.pool import WorkerPool
+from parquet_agent.tools.cache import CachedOutput, cache_key
 from parquet_agent.tools.render import OutputLimits
 from parquet_agent.tools.result import Timings, ToolError, ToolResult, error_result
-from parquet_agent.tools.sandbox import NOBODY, SandboxLimits, cgroup_status, landlock_abi
+from parquet_agent.tools.sandbox import SandboxLimits
+from parquet_agent.tools.shared_sandbox import SharedSandbox
 from parquet_agent.tools.specs import ALL_TOOLS, STRATEGIES, TOOL_VERSION, ArgumentCheck, tool_spec
 from parquet_agent.tools.worker import SCAN_ADVICE
 
 
+@dataclass(frozen=True)
+class ToolOffer:
+    """What one strategy offers: its tool names, their argument checks and their specs."""
+
+    strategy: str
+    names: tuple[str, ...]
+    checks: Mapping[str, ArgumentCheck]  # read-only
+    specs: tuple[ToolSpec, ...]
+
+    @classmethod
+    def of(cls, strategy: str) -> ToolOffer:
+        if strategy not in STRATEGIES:
+            raise UsageError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
+        names = tuple(STRATEGIES[strategy])
+        return cls(strategy, names,
+                   MappingProxyType({name: ArgumentCheck(ALL_TOOLS[name]) for name in names}),
+                   tuple(tool_spec(ALL_TOOLS[name]) for name in names))
+
+
+@dataclass(frozen=True, eq=False)
 class Tools:
-    def __init__(
-        self,
-        snapshot: CorpusSnapshot,
-        corpus_dir: Path,
-        strategy: str,
-        *,
-        cache: str,
-        data_workers: int,
-        limits: SandboxLimits,
-        output_limits: OutputLimits,
-    ):
-        if cache not in ("on", "off"):
-            raise UsageError(f"cache must be 'on' or 'off', not {cache!r}")
-        self._offer(strategy)
-        self.snapshot = snapshot
-        self.limits = limits
-        self.output_limits = output_limits
-        self.cache = ResultCache(enabled=cache == "on")
-        self.index_status, index_path, headers_path = _find_index(corpus_dir, snapshot)
-        root = os.geteuid() == 0
-        drop_to = (NOBODY, NOBODY) if root else None
-        # cgroup v2 with delegated memory/pids/cpu controllers is not available on the machines
-        # we run on (cgroup v1 hierarchy, no delegation), so limits are rlimits plus a watchdog.
-        # Landlock confines the worker's files (sandbox.confine_files): no write anywhere, reads
-        # only of the corpus and the runtime. As non-root it is the only kernel layer between the
-        # worker and the caller's own files; as root it also hides every world-readable file.
-        landlock = landlock_abi() > 0
-        self.sandbox_mode = "rlimit+watchdog" + ("+setuid" if root else "") + ("+landlock" if landlock else "")
-        if not root:
-            self.sandbox_mode += " (no privilege drop: not root)" if landlock else (
-                " (no privilege drop: not root; no Landlock: the kernel does not refuse the worker "
-                "reads or writes of the caller's own files)")
-        elif not landlock:
-            self.sandbox_mode += " (no Landlock: the worker may read every world-readable file)"
-        config = {
-            "files": [{"name": f.name, "path": str(p)} for f, p in zip(snapshot.files, snapshot.paths(corpus_dir))],
-            "index_path": index_path,
-            "headers_path": headers_path if "search_headers" in self._names else None,
-            "limits": limits.to_json(),
-            "output": output_limits.__dict__,
-            "drop_to": list(drop_to) if drop_to else None,
-        }
-        # The server kills a child at wall_seconds + 2 s; waiting longer than this for an answer
-        # means the server itself is stuck, which is then reported as worker_crashed.
-        answer_timeout = limits.wall_seconds + 30.0
-        self._pool = WorkerPool(config, data_workers=data_workers, answer_timeout_s=answer_timeout)
-        # A Tools dropped without close() (a notebook cell re-run) still stops its server.
-        self._finalizer = weakref.finalize(self, self._pool.close)
+    """A frozen view: one strategy's tools over a `SharedSandbox`. The `Tools` that `open`
+    returns owns its sandbox (closing it stops the server); `for_strategy` views do not."""
+
+    sandbox: SharedSandbox
+    offer: ToolOffer
+    owns_sandbox: bool = field(default=False, repr=False)
 
     @classmethod
     def open(
@@ -99,44 +78,40 @@ class Tools:
         output_limits: OutputLimits | None = None,
     ) -> Tools:
         """Tools over the corpus folder; raises UsageError/CorpusError for an unusable folder."""
+        offer = ToolOffer.of(strategy)
         corpus_dir = Path(corpus_dir).resolve()
         snapshot = snapshot or CorpusSnapshot.take(corpus_dir)
-        return cls(
-            snapshot,
-            corpus_dir,
-            strategy,
-            cache=cache,
-            data_workers=data_workers,
-            limits=limits or SandboxLimits(),
-            output_limits=output_limits or OutputLimits(),
-        )
+        sandbox = SharedSandbox(snapshot, corpus_dir, cache=cache, data_workers=data_workers,
+                                limits=limits or SandboxLimits(),
+                                output_limits=output_limits or OutputLimits(),
+                                load_headers="search_headers" in offer.names)
+        return cls(sandbox, offer, owns_sandbox=True)
 
     # -- public surface -----------------------------------------------------------------------
 
     def specs(self) -> tuple[ToolSpec, ...]:
-        return self._specs
+        return self.offer.specs
+
+    # the sandbox's facts, as before the view existed
+    strategy = property(lambda self: self.offer.strategy)
+    snapshot = property(lambda self: self.sandbox.snapshot)
+    limits = property(lambda self: self.sandbox.limits)
+    output_limits = property(lambda self: self.sandbox.output_limits)
+    cache = property(lambda self: self.sandbox.cache)
+    index_status = property(lambda self: self.sandbox.index_status)
+    sandbox_mode = property(lambda self: self.sandbox.mode)
 
     def call(self, name: str, **arguments: Any) -> ToolResult:
         return self.call_raw(name, arguments)
 
     def for_strategy(self, strategy: str) -> Tools:
-        """The same sandbox, cache and data-worker gate, offering `strategy`'s tools.
+        """A new frozen view offering `strategy`'s tools over the same sandbox (fork server,
+        cache and data-worker gate).
 
         An experiment opens one `Tools` and takes a view per strategy, so one fork server serves
         every case and "one data tool at a time" holds across strategies. Closing a view does
         nothing; close the `Tools` it came from."""
-        view = copy.copy(self)
-        view._offer(strategy)
-        view._finalizer = lambda: None  # the pool belongs to the Tools the view came from
-        return view
-
-    def _offer(self, strategy: str) -> None:
-        if strategy not in STRATEGIES:
-            raise UsageError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
-        self.strategy = strategy
-        self._names = STRATEGIES[strategy]
-        self._checks = {name: ArgumentCheck(ALL_TOOLS[name]) for name in self._names}
-        self._specs = tuple(tool_spec(ALL_TOOLS[name]) for name in self._names)
+        return Tools(self.sandbox, ToolOffer.of(strategy))
 
     def scoped(self, file_stems: Iterable[str]) -> ScopedTools:
         """A view of these tools that sees only `file_stems` (one question's filings), sharing
@@ -157,8 +132,8 @@ class Tools:
 
     def _call(self, name: object, arguments: object, started: float,
               scope: tuple[str, ...] | None = None) -> ToolResult:
-        if not isinstance(name, str) or name not in self._checks:
-            offered = ", ".join(self._names)
+        if not isinstance(name, str) or name not in self.offer.checks:
+            offered = ", ".join(self.offer.names)
             shown = name if isinstance(name, str) else repr(name)
             return error_result(
                 shown[:200], arguments, "unknown_tool",
@@ -176,7 +151,7 @@ class Tools:
                 return error_result(name, arguments, "validation", f"arguments are not valid JSON: {exc}")
         if arguments is None:
             arguments = {}
-        args, problem = self._checks[name].check(arguments)
+        args, problem = self.offer.checks[name].check(arguments)
         if problem is not None:
             return error_result(name, arguments, "validation", problem)
         if scope is not None:
@@ -210,18 +185,12 @@ class Tools:
 
     def sandbox_info(self) -> dict[str, Any]:
         """What the sandbox is, for run manifests."""
-        return {
-            "mode": self.sandbox_mode,
-            "cgroup": cgroup_status(),
-            "limits": self.limits.to_json(),
-            "output_limits": dict(self.output_limits.__dict__),
-            "index": self.index_status,
-            "server": dict(self._pool.server_info),
-            "tool_version": TOOL_VERSION,
-        }
+        return self.sandbox.info()
 
     def close(self) -> None:
-        self._finalizer()
+        """Stop the sandbox this `Tools` owns; a `for_strategy` view closes nothing."""
+        if self.owns_sandbox:
+            self.sandbox.close()
 
     def __enter__(self) -> Tools:
         return self
@@ -232,7 +201,7 @@ class Tools:
     # -- internals ----------------------------------------------------------------------------
 
     def _run_in_worker(self, name: str, args: dict, started: float) -> ToolResult:
-        answer = self._pool.run(name, args)
+        answer = self.sandbox.run(name, args)
         data = answer.data
         timings = Timings(
             round(answer.queue_ms, 3), round(answer.run_ms, 3), round((time.perf_counter() - started) * 1000, 3)
@@ -271,7 +240,7 @@ class Tools:
                 "Company names, form types, dates and tables are only inside parsed_md.",
                 SCAN_ADVICE,
             ],
-            "tools": list(self._names),
+            "tools": list(self.offer.names),
             "limits": {
                 "per_call": f"{self.limits.cpu_seconds:g} CPU seconds, {self.limits.wall_seconds:g} s "
                 f"wall clock, {self.limits.memory_limit} DuckDB memory, no spill to disk",
@@ -287,7 +256,7 @@ class Tools:
                 f"This question is scoped to {len(stems)} filing(s): the view `filings` holds "
                 "only those rows (the file counts above are the whole corpus), search_headers "
                 "finds only them, and other file_stems are refused."))
-        if "read_filing" in self._names:
+        if "read_filing" in self.offer.names:
             output["notes"].append(
                 "sql(query, file_stem=X) runs over a one-row view `filing`; read_filing returns "
                 "[start, end) character offsets into parsed_md."
@@ -331,16 +300,3 @@ class ScopedTools:
 
     def call_raw(self, name: object, arguments: object) -> ToolResult:
         return self.tools.call_raw(name, arguments, scope=self.scope)
-
-
-def _find_index(corpus_dir: Path, snapshot: CorpusSnapshot) -> tuple[str, str | None, str | None]:
-    """(status, index.parquet path, headers.parquet path) of the sidecar index, if there is one.
-
-    A stale index raises StaleIndexError (from `CorpusIndex.open`); a missing one is allowed:
-    scoped reads then prune by statistics and `search_headers` answers `not_found`.
-    """
-    if not index_exists(corpus_dir):
-        return "missing", None, None
-    index = CorpusIndex.open(corpus_dir, snapshot)
-    headers = index.headers_path if index.headers_path.is_file() else None
-    return "ok", str(index.index_path), str(headers) if headers else None

@@ -173,6 +173,11 @@ class WorkerPool:
     def server_pid(self) -> int | None:
         return self._proc.pid if self._proc else None
 
+    @property
+    def server_running(self) -> bool:
+        proc = self._proc
+        return proc is not None and proc.poll() is None
+
     def stderr_tail(self) -> list[str]:
         return list(self._stderr_tail)
 

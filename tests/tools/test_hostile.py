@@ -241,7 +241,7 @@ def test_worker_environment_holds_no_credentials(corpus_dir, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-must-not-leak")
     monkeypatch.setenv("SOME_NEW_TOKEN", "must-not-leak-either")
     with Tools.open(corpus_dir, "sql") as tools:
-        environ = open(f"/proc/{tools._pool.server_pid}/environ", "rb").read().decode()
+        environ = open(f"/proc/{tools.sandbox.server_pid}/environ", "rb").read().decode()
     assert "must-not-leak" not in environ and "sk-test" not in environ
     names = {entry.split("=", 1)[0] for entry in environ.split("\0") if entry}
     assert names <= {"PATH", "LANG", "LC_ALL", "TZ", "HOME", "MALLOC_ARENA_MAX", "ARROW_DEFAULT_MEMORY_POOL",
@@ -474,7 +474,7 @@ def test_real_workers_run_unprivileged_with_limits(tight_tools):
 
     import psutil
 
-    server = psutil.Process(tight_tools._pool.server_pid)
+    server = psutil.Process(tight_tools.sandbox.server_pid)
     # the server keeps the caller's uid (root only to open the corpus files)
     assert server.uids().real == os.getuid()
     seen = {}

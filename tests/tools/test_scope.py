@@ -78,6 +78,6 @@ def test_a_strategy_view_shares_the_sandbox_but_offers_its_own_tools(tools):
     assert view.call("read_filing", file_stem="x").error.kind == "unknown_tool"
     assert view.call("describe_corpus").output["tools"] == ["describe_corpus", "sql"]
     assert len(tools.call("describe_corpus").output["tools"]) == 4  # not the view's cached one
-    assert view._pool is tools._pool  # one fork server, one data-worker gate
+    assert view.sandbox is tools.sandbox  # one fork server, one data-worker gate
     view.close()  # a view does not own the sandbox
     assert tools.call("sql", query="SELECT 7").output["rows"] == [[7]]

@@ -17,7 +17,7 @@ from tests.tools.conftest import is_root
 
 
 def _idle_children(tools: Tools) -> list[psutil.Process]:
-    server = psutil.Process(tools._pool.server_pid)
+    server = psutil.Process(tools.sandbox.server_pid)
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
         kids = [p for p in server.children() if p.status() != psutil.STATUS_ZOMBIE]
@@ -32,15 +32,21 @@ def _no_new_privs(pid: int) -> bool:
         return "NoNewPrivs:\t1" in f.read()
 
 
+def _dropped(pid: int) -> bool:
+    """The last rlimit (no file writes) is set and, as root, the uid dropped to nobody."""
+    with open(f"/proc/{pid}/limits") as f:
+        no_writes = any(line.startswith("Max file size") and line[26:].split()[0] == "0"
+                        for line in f)
+    return no_writes and (not is_root() or psutil.Process(pid).uids().real == 65534)
+
+
 def _wait_hardened(tools: Tools, spare: psutil.Process) -> None:
     """Wait until the spare has hardened itself: it is found as soon as it is forked, and
-    without root its uid does not tell. no_new_privs comes after the rlimits and the uid drop
-    (the server itself does not have it, unless it inherited it: then a short settle)."""
-    if _no_new_privs(tools._pool.server_pid):
-        time.sleep(0.2)
-        return
+    without root its uid does not tell. no_new_privs comes after the rlimits and the uid drop;
+    when the server itself already has it (inherited), wait for those instead."""
+    hardened = _dropped if _no_new_privs(tools.sandbox.server_pid) else _no_new_privs
     deadline = time.monotonic() + 5
-    while not _no_new_privs(spare.pid):
+    while not hardened(spare.pid):
         assert time.monotonic() < deadline, "the spare never hardened"
         time.sleep(0.005)
 

@@ -238,10 +238,13 @@ def test_worker_crash_is_a_value_and_the_pool_recovers(corpus_dir):
     import signal
 
     with Tools.open(corpus_dir, "sql", cache="off") as tools:
-        os.kill(tools._pool.server_pid, signal.SIGKILL)  # the whole fork server dies
-        time.sleep(0.2)
+        os.kill(tools.sandbox.server_pid, signal.SIGKILL)  # the whole fork server dies
+        deadline = time.monotonic() + 10
+        while tools.sandbox.server_running:  # dead, and reaped
+            assert time.monotonic() < deadline, "the killed server still runs"
+            time.sleep(0.01)
         result = tools.call("sql", query="SELECT 1")
-        assert result.ok and tools._pool.starts == 2
+        assert result.ok and tools.sandbox.starts == 2
 
 
 def test_result_json_and_model_text():
@@ -299,3 +302,19 @@ def test_a_server_that_cannot_start_is_a_clear_corpus_error(tmp_path):
     with pytest.raises(CorpusError, match="could not start") as caught:
         Tools.open(folder, snapshot=snapshot)
     assert "2025-02.parquet" in str(caught.value)
+
+
+def test_a_strategy_view_is_a_new_frozen_view_over_one_sandbox(corpus_dir):
+    import dataclasses
+
+    with Tools.open(corpus_dir, "sql+stream", cache="off") as tools:
+        view = tools.for_strategy("sql")
+        assert view is not tools and view.sandbox is tools.sandbox
+        assert (view.strategy, tools.strategy) == ("sql", "sql+stream")  # the original unchanged
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            view.offer = tools.offer
+        pid = tools.sandbox.server_pid
+        assert isinstance(pid, int) and tools.sandbox.server_running and tools.sandbox.starts == 1
+        view.close()  # a view owns nothing
+        assert tools.sandbox.server_running and tools.sandbox.server_pid == pid
+    assert not tools.sandbox.server_running and tools.sandbox.server_pid is None
