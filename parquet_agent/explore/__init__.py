@@ -7,6 +7,10 @@
 case records; `charts` builds plotly figures from runs; `compare_runs(new, old)` pairs two runs by
 case id, `compare_cells(run, new, old)` two model x strategy cells of one run by question.
 ipywidgets and plotly are imported only when these names are used.
+
+Owns what notebooks show: the explorer widget, charts, charted comparisons, notebook helpers and
+the report's chart and comparison sections (`sections`). May import: `experiment`, `report`,
+`store` and everything below. Never the CLI (`*.commands`, `experiment_commands`).
 """
 
 from __future__ import annotations

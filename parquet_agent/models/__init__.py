@@ -7,6 +7,10 @@ transport, our own retries, a dated price table, and offline models (scripted, b
 
 Fake provider servers for tests are in `parquet_agent.models.fakes`.
 
+Owns the model protocol and its records, model specs and their checks (`spec`), adapters,
+retries, prices and raw recording. May import: the shared layer and `corpus`. Never tools,
+the agent, the store or anything above (raw bytes go to a `RawSink` the caller passes in).
+
 The names below are imported on first use (PEP 562), so `import parquet_agent.models.protocol`
 (done by tools, store and worker processes) does not pay for httpx2 and the SDKs.
 """

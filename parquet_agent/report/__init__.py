@@ -8,6 +8,10 @@ Modules: `exporter` (export_run, summary, provenance), `case_record` (the case r
 index row), `rawview` (reading raw request/response files of every wire format), `html_report`
 (report.html with its `assets/`), `case_audit` (the terminal view; `python -m
 parquet_agent.case_audit`), `commands` (`parquet-agent export | raw | audit`).
+
+Owns the exports of a run folder. May import: `store` and everything below it. Never
+`experiment` or `explore`: the report's optional chart and comparison sections are built by the
+caller (`explore.sections.report_extras`) and passed in as `export_run(..., extras=...)`.
 """
 
 from parquet_agent.report.case_record import RunSource, build_case, index_row

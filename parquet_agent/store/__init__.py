@@ -18,6 +18,10 @@ Modules: `blobs` (content-addressed raw store), `journal` (typed events, reader)
 `records` (rebuild model records for replay), `run` (`Run`), `frames` (DataFrames and summary),
 `runstore` (`RunStore`), `compare` (two runs paired by case id). Durable file primitives are
 the shared `parquet_agent.files`. The folder layout is the run-directory contract of DESIGN.md.
+
+Owns the run folder and everything read back from it in one run. May import: every layer below
+it (shared, corpus, models, tools, transcript, agent and judge records, `experiment_config`).
+Never `report`, `experiment`, `explore` or the CLI.
 """
 
 from parquet_agent.store.blobs import RawStats, RawStore, read_raw
