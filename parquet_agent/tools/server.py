@@ -105,27 +105,10 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> None:  # pragma: no cover - 
     import pyarrow  # noqa: F401
     import pyarrow.parquet  # noqa: F401
 
-    stdin = os.fdopen(stdin_fd, "rb", buffering=0)
-    first = read_frame(stdin)
-    if first is None:
+    ready = _get_ready(stdin_fd, stdout_fd)
+    if ready is None:
         return
-    config = first["config"]
-    # Opened once, as the caller: a child reads them through /proc/self/fd after dropping root.
-    files = {f["name"]: os.open(f["path"], os.O_RDONLY) for f in config["files"]}
-    started = time.monotonic()
-    ctx = _prepare(config, files)
-    gc.freeze()  # children never scan (and so never copy) the server's objects in a collection
-    ctx_ms = round((time.monotonic() - started) * 1000, 1)
-    limits = config["limits"]
-    threads = len(os.listdir("/proc/self/task"))
-    write_frame(
-        stdout_fd,
-        {"ready": True, "pid": os.getpid(), "threads": threads, "uid": os.getuid(),
-         "drop_to": config.get("drop_to"), "corpus_con_inherited": ctx.corpus_con is not None,
-         "empty_con_inherited": ctx.empty_con is not None,
-         "rss_bytes": _rss_bytes(), "prepare_ms": ctx_ms},
-    )
-
+    ctx, limits = ready
     selector = selectors.DefaultSelector()
     os.set_blocking(stdin_fd, False)
     selector.register(stdin_fd, selectors.EVENT_READ, None)
@@ -161,21 +144,11 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> None:  # pragma: no cover - 
                     selector.register(child.fd, selectors.EVENT_READ, child)
             else:
                 child = key.data
-                chunk = os.read(child.fd, 1 << 16)
-                if chunk:
-                    child.buffer += chunk
-                    if len(child.buffer) > MAX_RESULT_BYTES and not child.killed_for:
-                        child.killed_for = "too_large"
-                        _kill(child.pid)
-                    answer = None if child.killed_for else child.answer()
-                    if answer is None:
-                        continue
+                answer, reaped = _read_child(child, limits)
+                if answer is None:
+                    continue
+                if not reaped:
                     exited.append(child.pid)  # it exits right after its frame: reap it later
-                else:  # no whole frame before end of file: how it died is the answer
-                    _, status, usage = os.wait4(child.pid, 0)
-                    answer = _death_answer(child, status, limits)
-                    answer.update(peak_rss_bytes=int(usage.ru_maxrss) * 1024,
-                                  cpu_s=round(usage.ru_utime + usage.ru_stime, 4))
                 selector.unregister(child.fd)
                 os.close(child.fd)
                 del children[child.fd]
@@ -193,6 +166,49 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> None:  # pragma: no cover - 
             if now > child.deadline and not child.killed_for:
                 child.killed_for = "timeout"
                 _kill(child.pid)
+
+
+def _get_ready(stdin_fd: int, stdout_fd: int):  # pragma: no cover - runs in a subprocess
+    """Read the config frame, prepare what children inherit, answer `ready`: (ctx, limits), or
+    None when the parent closed the pipe first."""
+    stdin = os.fdopen(stdin_fd, "rb", buffering=0, closefd=False)  # serve() keeps reading fd 0
+    first = read_frame(stdin)
+    if first is None:
+        return None
+    config = first["config"]
+    # Opened once, as the caller: a child reads them through /proc/self/fd after dropping root.
+    files = {f["name"]: os.open(f["path"], os.O_RDONLY) for f in config["files"]}
+    started = time.monotonic()
+    ctx = _prepare(config, files)
+    gc.freeze()  # children never scan (and so never copy) the server's objects in a collection
+    ctx_ms = round((time.monotonic() - started) * 1000, 1)
+    threads = len(os.listdir("/proc/self/task"))
+    write_frame(
+        stdout_fd,
+        {"ready": True, "pid": os.getpid(), "threads": threads, "uid": os.getuid(),
+         "drop_to": config.get("drop_to"), "corpus_con_inherited": ctx.corpus_con is not None,
+         "empty_con_inherited": ctx.empty_con is not None,
+         "rss_bytes": _rss_bytes(), "prepare_ms": ctx_ms},
+    )
+    return ctx, config["limits"]
+
+
+def _read_child(child: _Child, limits: dict) -> tuple[dict | None, bool]:  # pragma: no cover
+    """Read what a child wrote: (its answer, whether it was reaped) once it answered or died,
+    (None, False) while its frame is incomplete. A child writing more than MAX_RESULT_BYTES is
+    killed; one that ends without a whole frame is answered by how it died."""
+    chunk = os.read(child.fd, 1 << 16)
+    if chunk:
+        child.buffer += chunk
+        if len(child.buffer) > MAX_RESULT_BYTES and not child.killed_for:
+            child.killed_for = "too_large"
+            _kill(child.pid)
+        return (None if child.killed_for else child.answer()), False
+    _, status, usage = os.wait4(child.pid, 0)
+    answer = _death_answer(child, status, limits)
+    answer.update(peak_rss_bytes=int(usage.ru_maxrss) * 1024,
+                  cpu_s=round(usage.ru_utime + usage.ru_stime, 4))
+    return answer, True
 
 
 def _prepare(config: dict, files: dict[str, int]):  # pragma: no cover - runs in the server
