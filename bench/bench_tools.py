@@ -64,10 +64,11 @@ def cpu_timed(fn) -> float:
 def worker_cpu(tools: Tools, tool: str, args: dict) -> tuple[float, dict]:
     """The worker child's own CPU ms and phase times for one call.
 
-    Uses the pool directly (a private seam): ToolResult carries wall times only. On a shared,
-    loaded machine wall times include waiting for a CPU; CPU times compare like with like.
+    Uses the sandbox's raw answer (`SharedSandbox.run`): ToolResult carries wall times only. On
+    a shared, loaded machine wall times include waiting for a CPU; CPU times compare like with
+    like.
     """
-    answer = tools._pool.run(tool, args)
+    answer = tools.sandbox.run(tool, args)
     return answer.data.get("cpu_s", 0.0) * 1000, answer.data.get("phases_ms", {})
 
 
@@ -217,7 +218,7 @@ def tree_memory(pid: int) -> tuple[int, int]:
 def busy_run(tools: Tools, stems: list[str], threads: int = 4, calls_per_thread: int = 15) -> dict:
     results, stop = [], threading.Event()
     peak = {"rss": 0, "pss": 0, "sandbox_rss": 0, "sandbox_pss": 0}
-    server = tools._pool.server_pid  # the fork server and its workers (private seam, bench only)
+    server = tools.sandbox.server_pid  # the fork server and its workers
 
     def sample() -> None:
         while not stop.is_set():
