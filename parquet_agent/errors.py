@@ -12,8 +12,13 @@
     │   ├── ModelCallError            carries every attempt record, so nothing recorded is lost
     │   └── ScriptExhaustedError      a ScriptedModel was asked for more replies than it holds
     ├── RunError                      a run folder that cannot be started or resumed as asked
-    │   └── ResumeRefusedError        code, config or corpus changed since the run was frozen
+    │   ├── ResumeRefusedError        code, config or corpus changed since the run was frozen
+    │   └── HealthCheckError          a model failed its health call: the run stopped before
+    │                                 any case (`--keep-going` runs anyway)
     └── ExportError                   a run folder the exporter cannot read
+
+    KeyboardInterrupt
+    └── RunInterrupted                Ctrl-C during a run; carries the run folder to resume
 
 Tool failures are not exceptions: a tool returns a value with an error kind from the closed set
 in `parquet_agent.tools` (`sql`, `timeout`, `memory`, `cpu`, `worker_crashed`, `budget`,
@@ -78,6 +83,19 @@ class RunError(ParquetAgentError):
 
 class ResumeRefusedError(RunError):
     """The frozen inputs of a run differ from the ones given now."""
+
+
+class HealthCheckError(RunError):
+    """A model (or the judge) failed its health call, so no case was dispatched."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run. Still a KeyboardInterrupt (a notebook stops as usual); `run_dir`
+    names the folder to resume."""
+
+    def __init__(self, run_dir):
+        super().__init__(f"interrupted; run folder {run_dir}")
+        self.run_dir = run_dir
 
 
 class ExportError(ParquetAgentError):

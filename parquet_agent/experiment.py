@@ -9,14 +9,19 @@ Order of events in `run`:
    model and for the judge (purpose `health`, in the run journal, with its cost).
 2. Freeze (before the first case): question ids, corpus snapshot, config, code hash, prompt and
    tool-spec hashes, package versions, sandbox mode. A resume whose inputs changed is refused,
-   naming the change.
+   naming the change. A failed health call stops the run here, before any case
+   (HealthCheckError naming the model, its URL and the error), unless `keep_going`.
 3. Cases run on `case_workers` threads (API calls overlap); data tools are serialised by the
    tools' own pool. Before each case the corpus is checked cheaply: new files are excluded and
    recorded once; a changed or missing snapshotted file stops the run (SnapshotChangedError).
 4. Each case: agent loop (journaled turn by turn), then the judge, then `case_finished`. A case
    finished in an earlier session is never run again; an unfinished one replays its saved turns.
+   A circuit breaker per model: after `BREAKER_THRESHOLD` cases in a row whose model calls
+   failed (server down, refused connections), that model's remaining cases are not dispatched;
+   they stay unstarted, so a resume runs them.
 5. The run journal gets `run_finished` with wall time and the process tree's peak memory; the
-   exports are (re)built when the exporter is installed.
+   exports are (re)built when the exporter is installed. Ctrl-C raises `RunInterrupted`
+   (a KeyboardInterrupt) that names the run folder.
 """
 
 from __future__ import annotations
@@ -24,14 +29,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
-
-import psutil
 
 from parquet_agent.agent import (
     NO_TOOLS,
@@ -45,7 +48,13 @@ from parquet_agent.corpus.index import CorpusIndex
 from parquet_agent.corpus.manifest import MANIFEST_NAME, read_corpus_manifest
 from parquet_agent.corpus.questions import QuestionSet, load_questions
 from parquet_agent.corpus.snapshot import CorpusSnapshot
-from parquet_agent.errors import ConfigError, CorpusError, ModelCallError, SnapshotChangedError
+from parquet_agent.errors import (
+    ConfigError,
+    CorpusError,
+    HealthCheckError,
+    ModelCallError,
+    RunInterrupted,
+)
 from parquet_agent.experiment_config import ExperimentConfig, case_id, load_config
 from parquet_agent.files import sha256_file
 from parquet_agent.judge import (
@@ -64,11 +73,11 @@ from parquet_agent.models.protocol import (
 )
 from parquet_agent.models.spec import ModelSpec
 from parquet_agent.progress import Progress
+from parquet_agent.run_watch import Breaker, DriftWatch, TreeMemory
 from parquet_agent.store import (
     CaseFailed,
     CaseFinished,
     CaseStarted,
-    CorpusDrift,
     JudgeAttempt,
     Judgment,
     ModelAttempt,
@@ -84,6 +93,7 @@ from parquet_agent.tools import Tools
 
 MAX_LOOKUPS = 20  # cited spans looked up per answer, for the judge's deterministic checks
 MAX_SPAN_CHARS = 4000
+BREAKER_THRESHOLD = 3  # cases in a row with failed model calls before a model is stopped
 
 
 def build_model_or_judge(spec: ModelSpec, env: Mapping[str, str] | None) -> Model:
@@ -111,9 +121,23 @@ class Experiment:
     # -- the whole run --------------------------------------------------------------------------
 
     def run(self, run_dir: str | Path | None = None, *, resume: bool = False,
-            cache_policy: str | None = None) -> Run:
-        """Run (or resume) the grid; return the finished run, read-only."""
+            cache_policy: str | None = None, keep_going: bool = False,
+            retry_failed: bool = False) -> Run:
+        """Run (or resume) the grid; return the finished run, read-only.
+
+        `retry_failed` (with `resume`) runs again the cases that finished `failed` (a 401, a
+        crash, ...); their earlier attempts stay in the journal and the ledger.
+
+        Raises HealthCheckError (before any case) when a model or the judge fails its health
+        call, unless `keep_going`; RunInterrupted on Ctrl-C (its `run_dir` is the folder to
+        resume); ResumeRefusedError when a resume's inputs changed.
+        """
         config = self.config
+        if retry_failed and not resume:
+            from parquet_agent.errors import UsageError
+
+            raise UsageError("--retry-failed reruns the failed cases of an existing run: "
+                             "use it with --resume --run-dir RUN")
         if cache_policy is not None and cache_policy != config.limits.cache:
             config = replace(config, limits=replace(config.limits, cache=cache_policy))
         questions = load_questions(config.questions)
@@ -135,61 +159,71 @@ class Experiment:
                 prompt_hashes=hashes,
                 # the mode that ran and why (e.g. no delegated cgroup v2 controllers here)
                 sandbox_mode=f"{reader.sandbox_mode}; cgroup {reader.sandbox_info()['cgroup']}")
-            run = self._open_run(config, frozen, run_dir, resume)
+            run, allowed = self._open_run(config, frozen, run_dir, resume)
             try:
                 return self._execute(run, config, questions, question_ids, snapshot, models,
-                                     judge_model, tools, reader, scopes)
+                                     judge_model, tools, reader, scopes,
+                                     _Session(keep_going, retry_failed, allowed))
             finally:
                 run.close()
         finally:
             reader.close()
 
     def _open_run(self, config: ExperimentConfig, frozen: dict, run_dir: str | Path | None,
-                  resume: bool) -> Run:
+                  resume: bool) -> tuple[Run, list[str]]:
+        """The run folder, and the harmless config changes a resume allows (to record)."""
         if run_dir is None:
             if resume:
                 from parquet_agent.errors import UsageError
 
                 raise UsageError("--resume needs --run-dir: the run folder to finish")
-            return RunStore(config.runs_dir).create(config, frozen)
+            return RunStore(config.runs_dir).create(config, frozen), []
         run_dir = Path(run_dir)
         store = RunStore(run_dir.parent)
         if resume:
             run = store.open(run_dir, writable=True)
             try:
-                run.check_resume(frozen, config)
+                return run, run.check_resume(frozen, config)
             except BaseException:
                 run.close()
                 raise
-            return run
-        return store.create(config, frozen, run_id=run_dir.name)
+        return store.create(config, frozen, run_id=run_dir.name), []
 
     def _execute(self, run: Run, config: ExperimentConfig, questions: QuestionSet,
                  question_ids: tuple[str, ...], snapshot: CorpusSnapshot,
                  models: dict[str, Model], judge_model: Model, tools: dict[str, Tools],
-                 reader: Tools, scopes: dict[str, list[str]] | None) -> Run:
+                 reader: Tools, scopes: dict[str, list[str]] | None, how: _Session) -> Run:
         started = time.perf_counter()
         session = sum(1 for e in run.run_events() if e.event == "run_started")
         run_journal = run.run_journal()
-        run_journal.append(RunStarted(session=session, pid=os.getpid(), resume=session > 0))
-        memory = _TreeMemory()
+        run_journal.append(RunStarted(session=session, pid=os.getpid(), resume=session > 0,
+                                      allowed_changes=how.allowed_changes,
+                                      retry_failed=how.retry_failed))
+        memory = TreeMemory()
         memory.start()
         status = "finished"
         try:
             done = run.completed_cases()
+            if how.retry_failed:
+                done -= run.failed_cases()
             grid = [(q, m, s) for q in question_ids for m in models for s in config.strategies]
             todo = [g for g in grid if case_id(*g) not in done]
             if todo:  # a resume of a finished run makes no inference call at all
-                self._health_checks(run, session, models, judge_model)
+                self._health_checks(run, session, config, models, judge_model,
+                                    how.keep_going)
             progress = Progress(total=len(grid), done=len(grid) - len(todo),
                                 enabled=self.progress)
-            drift = _DriftWatch(snapshot, Path(config.corpus), run_journal)
+            drift = DriftWatch(snapshot, Path(config.corpus), run_journal)
             judge = Judge(judge_model, max_attempts=config.limits.max_judge_attempts)
             limits = config.limits.agent_limits()
 
+            breaker = Breaker(BREAKER_THRESHOLD)
+
             def one(item: tuple[str, str, str]) -> float | None:
-                drift.check()
                 q, m, s = item
+                if breaker.is_open(m):  # not started: the case stays resumable
+                    return None
+                drift.check()
                 spec = config.model(m)
                 executor = tools[s]
                 if scopes is not None and s != NO_TOOLS:
@@ -197,7 +231,10 @@ class Experiment:
                 agent = Agent(models[m], executor, limits=limits, settings=GenerationSettings(
                     temperature=spec.temperature, reasoning_effort=spec.reasoning_effort,
                     max_output_tokens=spec.max_output_tokens or 4096))
-                return _run_case(run, session, agent, judge, reader, questions, q, m, s)
+                cost, call_failed = _run_case(run, session, agent, judge, reader, questions,
+                                              q, m, s)
+                breaker.record(m, call_failed, run.dir)
+                return cost
 
             with ThreadPoolExecutor(max_workers=config.limits.case_workers,
                                     thread_name_prefix="case") as pool:
@@ -210,9 +247,9 @@ class Experiment:
                         f.cancel()
                     raise
             progress.close()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             status = "interrupted"
-            raise
+            raise RunInterrupted(run.dir) from exc
         except BaseException:  # SnapshotChangedError and any other stop
             status = "error"
             raise
@@ -226,27 +263,54 @@ class Experiment:
         _export_if_available(run.dir)
         return RunStore(run.dir.parent).open(run.dir)
 
-    def _health_checks(self, run: Run, session: int, models: dict[str, Model],
-                       judge_model: Model) -> None:
+    def _health_checks(self, run: Run, session: int, config: ExperimentConfig,
+                       models: dict[str, Model], judge_model: Model, keep_going: bool) -> None:
+        """One recorded health call per model and for the judge; HealthCheckError on the
+        first that fails (after recording its attempts), unless `keep_going`."""
         journal = run.run_journal()
+        specs = {spec.name: spec for spec in config.models}
+        specs[f"judge-{judge_model.name}"] = config.judge
         for name, model in {**models, f"judge-{judge_model.name}": judge_model}.items():
             label = f"_health/session-{session}/{name}"
             request = ModelRequest((UserMessage("Reply with the single word OK."),),
                                    settings=GenerationSettings(max_output_tokens=16),
                                    purpose="health", label=label)
+            failure = None
             try:
                 result = model.complete(request, run.raw)
                 attempts = result.attempts
-            except ModelCallError as exc:  # recorded; the cases will fail clearly on their own
-                attempts = exc.attempts
+            except ModelCallError as exc:
+                attempts, failure = exc.attempts, exc
             for attempt in attempts:
                 journal.append(ModelAttempt(label=label, attempt=asdict(attempt)))
+            if failure is not None:
+                spec = specs[name]
+                where = spec.base_url or f"the {spec.provider} default endpoint"
+                message = (f"health check failed for {name!r} ({spec.provider} {spec.model} at "
+                           f"{where}): {failure}")
+                if not keep_going:
+                    raise HealthCheckError(
+                        f"{message} No case was run (run folder {run.dir}); fix the model "
+                        "entry or start its server, or pass --keep-going to run anyway.")
+                print(f"parquet-agent: {message} (--keep-going: running anyway)",
+                      file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class _Session:
+    """How this session runs: past a failed health check, rerunning failed cases, and the
+    harmless config changes its resume allowed (recorded in `run_started`)."""
+
+    keep_going: bool = False
+    retry_failed: bool = False
+    allowed_changes: list[str] = field(default_factory=list)
 
 
 def _run_case(run: Run, session: int, agent: Agent, judge: Judge, reader: Tools,
               questions: QuestionSet, question_id: str, model: str,
-              strategy: str) -> float | None:
-    """One case from start (or its saved state) to `case_finished`; returns its cost."""
+              strategy: str) -> tuple[float | None, bool]:
+    """One case from start (or its saved state) to `case_finished`; returns its cost and
+    whether its model calls failed (what the circuit breaker counts)."""
     cid = case_id(question_id, model, strategy)
     journal = run.journal(cid)
     replay = run.replay(cid)
@@ -261,9 +325,10 @@ def _run_case(run: Run, session: int, agent: Agent, judge: Judge, reader: Tools,
     try:
         outcome = agent.run(questions.question(question_id), case_id=cid, sink=run.raw,
                             journal=journal, replay=replay)
+        call_failed = outcome.status == "failed" and outcome.error is not None
         if outcome.status == "failed" and outcome.retryable:
             journal.append(CaseFailed("ModelCallError", outcome.error or outcome.reason, True))
-            return outcome.cost_usd
+            return outcome.cost_usd, call_failed
         judge_cost = 0.0
         if outcome.answer is not None:
             judge_cost = _judge_case(run, journal, judge, reader, questions, question_id, cid,
@@ -275,11 +340,11 @@ def _run_case(run: Run, session: int, agent: Agent, judge: Judge, reader: Tools,
             status=outcome.status, reason=outcome.reason, answer=outcome.answer,
             tool_counts=counts, wall_ms=round((time.perf_counter() - t0) * 1000, 1)))
         if outcome.cost_usd is None or judge_cost is None:
-            return None
-        return outcome.cost_usd + judge_cost
+            return None, call_failed
+        return outcome.cost_usd + judge_cost, call_failed
     except Exception as exc:  # a bug or an unexpected failure: record it, keep the run going
         journal.append(CaseFailed(type(exc).__name__, str(exc)[:2000], False))
-        return None
+        return None, False
 
 
 def _judge_case(run: Run, journal, judge: Judge, reader: Tools, questions: QuestionSet,
@@ -384,74 +449,8 @@ def _prompt_hashes(tools: dict[str, Any]) -> dict[str, str]:
     return hashes
 
 
-class _DriftWatch:
-    """Cheap per-case corpus checks (size and mtime); full hashes were checked at preflight."""
-
-    def __init__(self, snapshot: CorpusSnapshot, corpus: Path, run_journal):
-        self.snapshot, self.corpus, self.journal = snapshot, corpus, run_journal
-        self._reported: set[str] = set()
-        self._lock = threading.Lock()
-
-    def check(self) -> None:
-        check = self.snapshot.check(self.corpus, quick=True)
-        if not check.ok:
-            raise SnapshotChangedError(
-                f"the corpus changed during the run, so its results are no longer comparable: "
-                f"{check.describe()}")
-        with self._lock:
-            new = [n for n in check.new if n not in self._reported]
-            if new:
-                self._reported.update(new)
-                self.journal.append(CorpusDrift(excluded_new_files=new))
-
-
-class _TreeMemory:
-    """Samples the memory of this process and all its children.
-
-    Uses PSS (proportional set size) where the kernel reports it: forked workers share most
-    pages with their fork server, and summing RSS would count those pages once per process.
-    """
-
-    def __init__(self, interval_s: float = 0.2):
-        self.peak = 0
-        self._interval = interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="tree-memory", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=2)
-        self._sample()
-
-    def _sample(self) -> None:
-        me = psutil.Process()
-        total = 0
-        for proc in [me, *me.children(recursive=True)]:
-            try:
-                total += _pss(proc)
-            except psutil.Error:
-                continue
-        self.peak = max(self.peak, total)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self._interval):
-            self._sample()
-
-
-def _pss(proc: psutil.Process) -> int:
-    try:
-        return proc.memory_full_info().pss
-    except (AttributeError, psutil.AccessDenied):
-        return proc.memory_info().rss
-
-
 def _export_quietly(run_dir: Path) -> None:
     """Export a run that stopped early without hiding why it stopped."""
-    import sys
-
     try:
         _export_if_available(run_dir)
     except Exception as exc:  # noqa: BLE001 - the original error is what the caller must see

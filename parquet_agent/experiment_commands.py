@@ -1,13 +1,21 @@
-"""`parquet-agent run` and `parquet-agent demo`: run an experiment config, or the offline demo.
+"""`parquet-agent run`, `demo` and `runs`: run an experiment config or the offline demo, list runs.
 
 The demo builds the bundled sample corpus (2,000 synthetic filings, seed 0) into `data/sample`
 when it is not there yet, then runs the offline grid: the baseline policy x both strategies,
-judged by the rubric judge, over every sample question. It needs no network and no keys.
+judged by the rubric judge, over every sample question (`configs/demo.toml` is the same
+experiment). It needs no network and no keys.
+
+A run looks the way it went: a failed health check stops it before any case (exit 2, one line
+naming the model, URL and error); a run with failed or unfinished cases exits 1 after listing
+the reasons grouped with counts and the command that resumes it; Ctrl-C (exit 130) names the
+run folder and the same command.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -22,6 +30,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--run-dir", type=Path, help="the run folder (default: a new one in runs_dir)")
     run.add_argument("--resume", action="store_true", help="finish the run in --run-dir")
     run.add_argument("--cache-policy", choices=("on", "off"), help="override [limits].cache")
+    run.add_argument("--retry-failed", action="store_true",
+                     help="with --resume: run again the cases that finished failed (their "
+                     "earlier attempts stay in the journal and the ledger)")
+    run.add_argument("--keep-going", action="store_true",
+                     help="run the cases even when a model fails its health check")
     run.add_argument("--quiet", action="store_true", help="no progress line")
     run.set_defaults(handler=_run)
 
@@ -31,17 +44,65 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="where the sample corpus lives (default: data/sample)")
     demo.add_argument("--runs", type=Path, default=Path("runs"), help="runs folder (default: runs)")
     demo.add_argument("--sample", type=int, help="run only N questions (seeded), not all")
+    demo.add_argument("--run-dir", type=Path, help="the run folder (default: a new one in --runs)")
+    demo.add_argument("--resume", action="store_true",
+                      help="finish an interrupted demo run: --run-dir, or else the latest "
+                      "unfinished demo run in --runs")
     demo.add_argument("--quiet", action="store_true", help="no progress line")
     demo.set_defaults(handler=_demo)
+
+    runs = subparsers.add_parser("runs", help="list the runs in a folder with their status "
+                                 "(complete / partial / failed / running), counts and cost")
+    runs.add_argument("runs_dir", nargs="?", type=Path, default=Path("runs"),
+                      help="the runs folder (default: runs)")
+    runs.set_defaults(handler=_runs)
 
 
 def _run(args: argparse.Namespace) -> int:
     from parquet_agent.experiment import Experiment
 
     experiment = Experiment.from_toml(args.config, progress=not args.quiet)
-    run = experiment.run(args.run_dir, resume=args.resume, cache_policy=args.cache_policy)
+    command = ["parquet-agent", "run", str(args.config)]
+    return _execute(command, lambda: experiment.run(
+        args.run_dir, resume=args.resume, cache_policy=args.cache_policy,
+        keep_going=args.keep_going, retry_failed=args.retry_failed))
+
+
+def _execute(command: list[str], start) -> int:
+    """Run `start()`, then print the summary and what did not finish; the exit status says
+    how it went (0 all finished, 1 cases failed or unfinished, 130 interrupted)."""
+    from parquet_agent.errors import RunInterrupted
+
+    try:
+        run = start()
+    except RunInterrupted as exc:
+        print(f"parquet-agent: interrupted; run folder {exc.run_dir}\n"
+              f"  resume with: {resume_command(command, exc.run_dir)}", file=sys.stderr)
+        return 130
     _print_result(run)
-    return 0
+    return _print_failures(run, command)
+
+
+def resume_command(command: list[str], run_dir: Path, *, retry_failed: bool = False) -> str:
+    """The shell command that resumes `run_dir` (quoted for a POSIX shell)."""
+    extra = ["--retry-failed"] if retry_failed else []
+    return shlex.join([*command, "--run-dir", str(run_dir), "--resume", *extra])
+
+
+def _print_failures(run, command: list[str]) -> int:
+    from parquet_agent.store.status import failure_groups, run_status
+
+    groups = failure_groups(run.cases_df())
+    if not groups:
+        return 0
+    state = run_status(run)
+    print(f"\n{state.status}: {state.counts_text()} cases. Why cases did not finish:",
+          file=sys.stderr)
+    for count, status, reason in groups:
+        print(f"  {count:>5} x {status}: {reason}", file=sys.stderr)
+    print(f"rerun what did not finish: {resume_command(command, run.dir, retry_failed=state.failed > 0)}",
+          file=sys.stderr)
+    return 1
 
 
 def demo_config(data: Path, runs: Path, sample_n: int | None = None) -> ExperimentConfig:
@@ -59,8 +120,47 @@ def _demo(args: argparse.Namespace) -> int:
     from parquet_agent.experiment import Experiment
 
     data = ensure_sample(args.data)
-    run = Experiment(demo_config(data, args.runs, args.sample), progress=not args.quiet).run()
-    _print_result(run)
+    experiment = Experiment(demo_config(data, args.runs, args.sample), progress=not args.quiet)
+    run_dir = args.run_dir
+    if args.resume and run_dir is None:
+        run_dir = _latest_unfinished(args.runs, "demo")
+    command = ["parquet-agent", "demo", "--data", str(args.data), "--runs", str(args.runs)]
+    command += ["--sample", str(args.sample)] if args.sample else []
+    return _execute(command, lambda: experiment.run(run_dir, resume=args.resume))
+
+
+def _latest_unfinished(runs: Path, name: str) -> Path:
+    from parquet_agent.errors import UsageError
+    from parquet_agent.store import RunStore
+
+    store = RunStore(runs)
+    listing = store.list()
+    mine = listing[(listing["name"] == name) & (listing["status"] != "complete")]
+    if mine.empty:
+        raise UsageError(f"no unfinished {name} run in {runs} to resume; start one without "
+                         "--resume")
+    return store.dir / mine.sort_values("created_at")["run_id"].iloc[-1]
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from parquet_agent.store import RunStore
+    from parquet_agent.store.status import cost_text
+
+    listing = RunStore(args.runs_dir).list()
+    if listing.empty:
+        print(f"no runs in {args.runs_dir}")
+        return 0
+    table = pd.DataFrame({
+        "run": listing["run_id"], "status": listing["status"],
+        "complete": listing["complete"], "incomplete": listing["incomplete"],
+        "failed": listing["failed"], "unfinished": listing["unfinished"],
+        "planned": listing["planned_cases"],
+        "cost": [cost_text(c, int(u) if u == u else 0)
+                 for c, u in zip(listing["cost_usd"], listing["cost_unknown_attempts"])],
+        "created": listing["created_at"].fillna("").str.slice(0, 19)})
+    with pd.option_context("display.width", 200, "display.max_columns", 20,
+                           "display.max_colwidth", 60):
+        print(table.to_string(index=False, na_rep="-"))
     return 0
 
 

@@ -43,7 +43,8 @@ def _answer_script(request):
     return FakeReply(text="There are 6 filings.", cost=0.0005)
 
 
-def _write_config(folder: Path, corpus: Path, server_url: str, *, workers: int = 1) -> Path:
+def _write_config(folder: Path, corpus: Path, server_url: str, *, workers: int = 1,
+                  model_extra: str = "") -> Path:
     path = folder / "exp.toml"
     path.write_text(f"""
 name = "fake"
@@ -59,6 +60,7 @@ provider = "openai"
 model = "gpt-fake"
 api_key_env = "FAKE_OPENAI_KEY"
 base_url = "{server_url}/v1"
+{model_extra}
 
 [judge]
 provider = "rubric"

@@ -169,6 +169,10 @@ class RunStarted:
     session: int
     pid: int
     resume: bool = False
+    # the config changes a resume allowed because they cannot change results (in words), and
+    # whether it reran the cases that had failed
+    allowed_changes: list[str] = field(default_factory=list)
+    retry_failed: bool = False
 
 
 @dataclass(frozen=True)

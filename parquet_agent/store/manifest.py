@@ -12,8 +12,11 @@ edited manifest. It is written atomically, once, and never rewritten.
 
 `compare_frozen(old, new)` lists every difference in words ("config.limits.max_tool_calls: 12 ->
 8", "corpus file 2025-01.parquet changed", "prompt 'judge' changed", "code changed"). Fields that
-do not change results may differ on resume: `limits.case_workers`, `limits.data_workers` and the
-snapshot's `taken_at` and file `mtime_ns` (a touched but identical file is the same input).
+cannot change results may differ on resume, and are listed apart (`allowed=`) so the resume can
+record them: `limits.case_workers`, `limits.data_workers`, the experiment's display `name`, and
+the port of a model's or the judge's `base_url` (a local server restarted elsewhere); the
+snapshot's `taken_at` and file `mtime_ns` are ignored (a touched but identical file is the same
+input). Everything else (model, prompt, tools, judge, questions, code) is refused.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import importlib.metadata
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from parquet_agent.experiment_config import ExperimentConfig
 from parquet_agent.files import canonical_json, tagged_hash
@@ -31,7 +35,8 @@ SCHEMA_VERSION = 1
 # distributions whose versions are frozen: ours and those that shape requests, SQL or numbers
 TRACKED_PACKAGES = ("parquet_agent", "duckdb", "pyarrow", "pandas", "numpy", "pydantic", "openai",
                     "anthropic", "google-genai", "httpx2", "httpx", "xxhash")
-RESUME_IGNORED = {("config", "limits", "case_workers"), ("config", "limits", "data_workers")}
+RESUME_ALLOWED = {("config", "limits", "case_workers"), ("config", "limits", "data_workers"),
+                  ("config", "name")}
 FROZEN_FIELDS = ("question_ids", "corpus_snapshot", "code_hash", "prompt_hashes",
                  "package_versions", "sandbox_mode")
 
@@ -116,9 +121,7 @@ def manifest_hash(manifest: Mapping[str, Any]) -> str:
     return tagged_hash(canonical_json({k: v for k, v in manifest.items() if k != "manifest_hash"}))
 
 
-def _diff(path: tuple[str, ...], old: Any, new: Any, out: list[str]) -> None:
-    if path in RESUME_IGNORED:
-        return
+def _diff(path: tuple[str, ...], old: Any, new: Any, out: list[str], allowed: list[str]) -> None:
     if isinstance(old, Mapping) and isinstance(new, Mapping):
         for key in sorted(set(old) | set(new), key=str):
             if key not in new:
@@ -126,15 +129,29 @@ def _diff(path: tuple[str, ...], old: Any, new: Any, out: list[str]) -> None:
             elif key not in old:
                 out.append(f"{'.'.join(path + (key,))} added ({new[key]!r})")
             else:
-                _diff(path + (key,), old[key], new[key], out)
+                _diff(path + (key,), old[key], new[key], out, allowed)
     elif isinstance(old, list) and isinstance(new, list) and path[-1:] == ("models",):
         if len(old) != len(new):
             out.append(f"config.models: {len(old)} -> {len(new)} models")
             return
         for i, (a, b) in enumerate(zip(old, new)):
-            _diff(path[:-1] + (f"models[{i}]",), a, b, out)
+            _diff(path[:-1] + (f"models[{i}]",), a, b, out, allowed)
     elif old != new:
-        out.append(f"{'.'.join(path)}: {old!r} -> {new!r}")
+        harmless = path in RESUME_ALLOWED or (path[-1:] == ("base_url",)
+                                              and _only_port_differs(old, new))
+        (allowed if harmless else out).append(f"{'.'.join(path)}: {old!r} -> {new!r}")
+
+
+def _only_port_differs(old: Any, new: Any) -> bool:
+    """Two URLs that differ in their port only (the same server software, restarted)."""
+    if not (isinstance(old, str) and isinstance(new, str)):
+        return False
+    a, b = urlsplit(old), urlsplit(new)
+    try:
+        return (a.scheme, a.hostname, a.path, a.query) == (b.scheme, b.hostname, b.path,
+                                                           b.query) and a.port != b.port
+    except ValueError:  # a port that is not a number
+        return False
 
 
 def _corpus_changes(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> list[str]:
@@ -155,12 +172,16 @@ def _corpus_changes(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None
     return out
 
 
-def compare_frozen(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """Every difference between two manifests' frozen inputs (incl. `config`), in words."""
+def compare_frozen(old: Mapping[str, Any], new: Mapping[str, Any],
+                   allowed: list[str] | None = None) -> list[str]:
+    """Every difference between two manifests' frozen inputs (incl. `config`) that a resume
+    must refuse, in words; the harmless ones (see the module docstring) are appended to
+    `allowed` when it is given."""
     changes: list[str] = []
     if old.get("code_hash") != new.get("code_hash"):
         changes.append(f"code changed (code hash {old.get('code_hash')} -> {new.get('code_hash')})")
-    _diff(("config",), old.get("config"), new.get("config"), changes)
+    _diff(("config",), old.get("config"), new.get("config"), changes,
+          allowed if allowed is not None else [])
     qa, qb = list(old.get("question_ids") or []), list(new.get("question_ids") or [])
     if qa != qb:
         removed = [q for q in qa if q not in set(qb)]

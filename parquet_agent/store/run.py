@@ -11,6 +11,7 @@ A `Run` comes from `RunStore.create(...)` (writable, manifest frozen) or `RunSto
     run.case_events(case_id)      its events, offloaded texts resolved
     run.check_resume(frozen, config)   ResumeRefusedError naming what changed
     run.completed_cases()         case ids whose journal ends the case (`case_finished`)
+    run.failed_cases()            those whose latest `case_finished` is `failed` (retryable)
     run.replay(case_id)           CaseReplay: saved successful turns in order, tool results by
                                   call id, latest judgment: what a resumed agent reuses instead
                                   of calling a model again
@@ -276,6 +277,16 @@ class Run:
         """Events of every journal (the run journal under `_run`), offloaded texts unresolved."""
         return {cid: read_journal(path).events for cid, path in self.journal_paths().items()}
 
+    def failed_cases(self) -> set[str]:
+        """Case ids whose latest `case_finished` has status `failed` (what `--retry-failed`
+        runs again; their earlier events stay in the journal)."""
+        failed = set()
+        for cid, events in self.all_events().items():
+            finished = [e for e in events if e.event == "case_finished"]
+            if cid != RUN_JOURNAL and finished and finished[-1].data.get("status") == "failed":
+                failed.add(cid)
+        return failed
+
     def completed_cases(self) -> set[str]:
         """Case ids whose journal holds `case_finished` (any status): never run again."""
         return {cid for cid, events in self.all_events().items()
@@ -306,8 +317,11 @@ class Run:
 
     # -- freezing and resuming -------------------------------------------------------------------
 
-    def check_resume(self, frozen: dict[str, Any], config: ExperimentConfig | None = None) -> None:
-        """Refuse (ResumeRefusedError) when the inputs now differ from the frozen ones.
+    def check_resume(self, frozen: dict[str, Any],
+                     config: ExperimentConfig | None = None) -> list[str]:
+        """Refuse (ResumeRefusedError) when the inputs now differ from the frozen ones; return
+        the harmless differences (a base_url port, the display name, worker counts) in words,
+        for the resume to record.
 
         `frozen` is `store.manifest.freeze(...)` of the inputs now; `config` the config now
         (or put its `to_dict()` under `frozen["config"]`). The message names every change.
@@ -316,12 +330,14 @@ class Run:
         if config is not None:
             now["config"] = config.to_dict()
         old = {k: v for k, v in self.manifest.items() if k in now}
-        changes = compare_frozen(old, now)
+        allowed: list[str] = []
+        changes = compare_frozen(old, now, allowed)
         if changes:
             raise ResumeRefusedError(
                 f"cannot resume {self.dir.name}: its frozen inputs changed since it started:\n"
                 + "\n".join(f"  - {c}" for c in changes)
                 + "\nA changed comparison needs a new run folder (run without --resume).")
+        return allowed
 
     # -- audit ----------------------------------------------------------------------------------
 

@@ -3,7 +3,8 @@
     store = RunStore("runs")
     run = store.create(config, frozen)        # new folder, manifest frozen, writable, locked
     run = store.open("2026-11-30-smoke")      # read-only; writable=True to resume
-    store.list()                              # DataFrame, one row per run folder, aborted too
+    store.list()                              # DataFrame, one row per run folder, aborted too,
+                                              # status complete / partial / failed / running
     store.ledger()                            # every API attempt of every run, with its cost
 
 Run ids are `<UTC date>-<config name slug>`, with `-2`, `-3`, ... when taken (or any name you
@@ -24,12 +25,16 @@ from parquet_agent.errors import RunError
 from parquet_agent.files import atomic_write_bytes, fsync_dir, utc_now
 from parquet_agent.store.manifest import build_manifest
 from parquet_agent.store.run import JOURNAL_DIR, MANIFEST, Run
+from parquet_agent.store.status import run_status
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from parquet_agent.experiment_config import ExperimentConfig
 
+LIST_COLUMNS = ["run_id", "name", "created_at", "status", "planned_cases", "complete",
+                "incomplete", "failed", "unfinished", "cases_finished", "api_attempts",
+                "cost_usd", "cost_unknown_attempts", "wall_ms", "sessions"]
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
 
@@ -108,43 +113,42 @@ class RunStore:
                       if p.is_dir() and ((p / MANIFEST).exists() or (p / JOURNAL_DIR).is_dir()))
 
     def list(self) -> pd.DataFrame:
-        """One row per run folder: id, name, created, status, planned/finished cases, cost."""
+        """One row per run folder: id, name, created, status (complete / partial / failed /
+        running, see `store.status`), case counts by outcome, attempts and cost.
+
+        `cost_usd` is the known cost; it is NaN (unknown, never 0) when any attempt's cost is
+        unknown and no attempt's cost is known; `cost_unknown_attempts` says how many.
+        """
         import pandas as pd  # imported when a table is asked for: keeps `import store` light
 
         rows = []
         for run_id in self.run_ids():
             run = Run(self.dir / run_id)
-            row: dict[str, Any] = {"run_id": run_id, "name": None, "created_at": None,
-                                   "planned_cases": None}
+            row: dict[str, Any] = {"run_id": run_id, "name": None, "created_at": None}
             try:
                 m = run.manifest
-                row.update(name=m["config"]["name"], created_at=m.get("created_at"),
-                           planned_cases=len(run.planned_case_ids()))
+                row.update(name=m["config"]["name"], created_at=m.get("created_at"))
             except RunError:
                 pass
             try:
                 figures = run.run_figures()
+                state = run_status(run)
             except RunError as exc:  # a damaged journal: list the run, say so
                 rows.append(row | {"status": f"damaged: {exc}"})
                 continue
-            planned = row["planned_cases"]
-            if planned is None:
-                status = "no manifest"
-            elif figures["cases_finished"] >= planned:
-                status = "complete"
-            elif figures["cases_started"] == 0 and figures["api_attempts"] == 0:
-                status = "created"
-            else:
-                status = "incomplete"
-            row.update(status=status, cases_finished=figures["cases_finished"],
-                       api_attempts=figures["api_attempts"], cost_usd=figures["cost_usd"],
+            cost = figures["cost_usd"]
+            if figures["cost_unknown_attempts"] and figures["api_attempts"] == figures[
+                    "cost_unknown_attempts"]:
+                cost = float("nan")
+            row.update(status=state.status, planned_cases=state.planned,
+                       complete=state.complete, incomplete=state.incomplete,
+                       failed=state.failed, unfinished=state.unfinished,
+                       cases_finished=figures["cases_finished"],
+                       api_attempts=figures["api_attempts"], cost_usd=cost,
                        cost_unknown_attempts=figures["cost_unknown_attempts"],
                        wall_ms=figures["wall_ms"], sessions=figures["sessions"])
             rows.append(row)
-        return pd.DataFrame(rows, columns=["run_id", "name", "created_at", "status",
-                                           "planned_cases", "cases_finished", "api_attempts",
-                                           "cost_usd", "cost_unknown_attempts", "wall_ms",
-                                           "sessions"])
+        return pd.DataFrame(rows, columns=LIST_COLUMNS)
 
     def ledger(self) -> pd.DataFrame:
         """Every API attempt of every run in this folder (aborted and development runs too)."""

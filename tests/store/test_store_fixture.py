@@ -28,4 +28,4 @@ def test_format_1_run_reads_verifies_and_replays():
     cases = run.cases_df().set_index("case_id")
     assert cases.loc["Q001__flash__sql", "correctness"] == 75.0
     assert cases.loc["Q002__flash__sql", "status"] == "unfinished"
-    assert RunStore(FIXTURES).list().set_index("run_id").loc["run-v1", "status"] == "incomplete"
+    assert RunStore(FIXTURES).list().set_index("run_id").loc["run-v1", "status"] == "partial"

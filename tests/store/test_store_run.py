@@ -222,7 +222,7 @@ def test_tables_summary_and_ledgers(tmp_path):
         "schema_version": 1, "event": "model_attempt", "at": "2026-11-30T07:00:00.000000Z",
         "seq": 0, "label": "x", "attempt": asdict(make_attempt(usd=0.5))}) + "\n")
     listing = store.list().set_index("run_id")
-    assert listing.loc["r1", "status"] == "incomplete" and listing.loc["dev", "status"] == "no manifest"
+    assert listing.loc["r1", "status"] == "partial" and listing.loc["dev", "status"] == "no manifest"
     assert listing.loc["r2", "api_attempts"] == 2
     totals = store.ledger_totals().set_index(["run_id", "category"])
     assert totals.loc[("dev", "answer"), "cost_usd"] == 0.5

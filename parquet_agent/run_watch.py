@@ -1,0 +1,107 @@
+"""Watchers a run keeps beside its cases: the per-model circuit breaker, the cheap corpus drift
+check before each case, and the process tree's peak memory.
+
+All three are thread-safe (case workers call them concurrently) and hold no global state.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+import psutil
+
+from parquet_agent.corpus.snapshot import CorpusSnapshot
+from parquet_agent.errors import SnapshotChangedError
+from parquet_agent.store import CorpusDrift
+
+
+class Breaker:
+    """Per-model circuit breaker: open after `threshold` cases in a row whose model calls
+    failed; says so once on stderr. Thread-safe (case workers report concurrently)."""
+
+    def __init__(self, threshold: int):
+        self.threshold = threshold
+        self._streak: dict[str, int] = {}
+        self._open: set[str] = set()
+        self._lock = threading.Lock()
+
+    def is_open(self, model: str) -> bool:
+        with self._lock:
+            return model in self._open
+
+    def record(self, model: str, call_failed: bool, run_dir: Path) -> None:
+        with self._lock:
+            streak = self._streak[model] = self._streak.get(model, 0) + 1 if call_failed else 0
+            if streak < self.threshold or model in self._open:
+                return
+            self._open.add(model)
+        print(f"parquet-agent: model {model!r}: {streak} cases in a row failed their model "
+              "calls; its remaining cases are not dispatched and stay resumable (fix the "
+              f"server, then resume {run_dir} with --resume)",
+              file=sys.stderr, flush=True)
+
+
+class DriftWatch:
+    """Cheap per-case corpus checks (size and mtime); full hashes were checked at preflight."""
+
+    def __init__(self, snapshot: CorpusSnapshot, corpus: Path, run_journal):
+        self.snapshot, self.corpus, self.journal = snapshot, corpus, run_journal
+        self._reported: set[str] = set()
+        self._lock = threading.Lock()
+
+    def check(self) -> None:
+        check = self.snapshot.check(self.corpus, quick=True)
+        if not check.ok:
+            raise SnapshotChangedError(
+                f"the corpus changed during the run, so its results are no longer comparable: "
+                f"{check.describe()}")
+        with self._lock:
+            new = [n for n in check.new if n not in self._reported]
+            if new:
+                self._reported.update(new)
+                self.journal.append(CorpusDrift(excluded_new_files=new))
+
+
+class TreeMemory:
+    """Samples the memory of this process and all its children.
+
+    Uses PSS (proportional set size) where the kernel reports it: forked workers share most
+    pages with their fork server, and summing RSS would count those pages once per process.
+    """
+
+    def __init__(self, interval_s: float = 0.2):
+        self.peak = 0
+        self._interval = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="tree-memory", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self._sample()
+
+    def _sample(self) -> None:
+        me = psutil.Process()
+        total = 0
+        for proc in [me, *me.children(recursive=True)]:
+            try:
+                total += _pss(proc)
+            except psutil.Error:
+                continue
+        self.peak = max(self.peak, total)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            self._sample()
+
+
+def _pss(proc: psutil.Process) -> int:
+    try:
+        return proc.memory_full_info().pss
+    except (AttributeError, psutil.AccessDenied):
+        return proc.memory_info().rss
