@@ -2,7 +2,8 @@
 
 Each piece registers its own subcommands (`register(subparsers)` in its `commands.py`), so this
 module only assembles them and turns designed errors into a clear message and exit status 2.
-A tool error is a value and exits 0; only usage and designed errors exit non-zero.
+A tool error is a value and exits 0; only usage and designed errors exit non-zero. A closed
+output pipe (`... | head`) ends the command quietly with status 141.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import importlib
 import sys
 
+from parquet_agent.console import stdout_closed
 from parquet_agent.errors import ParquetAgentError
 
 # Modules that contribute subcommands, in help order. Each has `register(subparsers)`.
@@ -47,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("parquet-agent: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `... | head` stopped reading: not an error of ours
+        return stdout_closed()
 
 
 if __name__ == "__main__":

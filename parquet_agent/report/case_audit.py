@@ -18,12 +18,14 @@ included) and bidi overrides in case text are printed as visible `<U+XXXX>` mark
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import re
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from parquet_agent.console import stdout_closed
 from parquet_agent.errors import ParquetAgentError, UsageError
 from parquet_agent.report.case_record import RunSource, build_case
 
@@ -52,9 +54,8 @@ def resolve_case(source: RunSource, question: str, model: str, method: str) -> s
                 if alias not in models:  # a configured name always means that model
                     aliases.setdefault(alias, set()).add(name)
     problems = []
-    if question not in questions:
-        problems.append(f"question {question!r} is not in this run; it has: "
-                        + ", ".join(questions))
+    question, problem = _match("question", question, questions)
+    problems += [problem] if problem else []
     if model not in aliases:
         listed = [f"{n} ({source.models.get(n, {}).get('provider')}/"
                   f"{source.models.get(n, {}).get('model')})" for n in models]
@@ -62,14 +63,33 @@ def resolve_case(source: RunSource, question: str, model: str, method: str) -> s
     elif len(aliases[model]) > 1:
         problems.append(f"model {model!r} is the model id of several configured models ("
                         + ", ".join(sorted(aliases[model])) + "); give the name")
-    if method not in methods:
-        problems.append(f"method {method!r} is not in this run; it has: " + ", ".join(methods))
+    method, problem = _match("method", method, methods)
+    problems += [problem] if problem else []
     if problems:
         raise UsageError(f"{source.run.dir}: " + "; ".join(problems))
     cid = f"{question}__{next(iter(aliases[model]))}__{method}"
     if cid not in cases:
         raise UsageError(f"{source.run.dir}: no case {cid}")
     return cid
+
+
+SHOWN_IDS = 8  # ids listed when a given one is not in the run
+
+
+def _match(kind: str, given: str, known: list[str]) -> tuple[str, str | None]:
+    """`given` as the run spells it (an exact match, else the one case-insensitive match), or
+    a problem naming the closest ids and how many the run has."""
+    if given in known:
+        return given, None
+    folded = [k for k in known if k.casefold() == given.casefold()]
+    if len(folded) == 1:
+        return folded[0], None
+    close = difflib.get_close_matches(given, known, n=3, cutoff=0.6) or difflib.get_close_matches(
+        given.upper(), [k.upper() for k in known], n=3, cutoff=0.6)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    shown = ", ".join(known[:SHOWN_IDS]) + (f", ... ({len(known)} in all)"
+                                           if len(known) > SHOWN_IDS else "")
+    return given, f"{kind} {given!r} is not in this run; {hint}it has: {shown}"
 
 
 class _Printer:
@@ -229,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"case_audit: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `... | head` closed the pipe: not an error
-        return 0
+        return stdout_closed()
 
 
 if __name__ == "__main__":

@@ -49,6 +49,27 @@ TOOL_COUNT_FIELDS = ("requested_by_model", "processed", "budgeted_attempts", "di
 _ANSWER_REQUEST = re.compile(r"/turn-(\d+)\.attempt-(\d+)\.request\.json(?:~\d+)?$")
 
 
+RUN_MANIFEST_KEYS = ("run_id", "config", "question_ids", "manifest_hash")
+
+
+def _check_run_manifest(run_dir: Path) -> None:
+    """ExportError unless `run_dir/manifest.json` is a run manifest with a journal folder (a
+    corpus folder also has a manifest.json: exporting into it would litter the corpus)."""
+    try:
+        data = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ExportError(f"{run_dir}: manifest.json is unreadable ({exc}); nothing was "
+                          "written") from None
+    missing = [k for k in RUN_MANIFEST_KEYS if not isinstance(data, dict) or k not in data]
+    if missing or not (run_dir / "journal").is_dir():
+        what = (f"its manifest.json is a corpus manifest (kind {data.get('kind')!r})"
+                if isinstance(data, dict) and "kind" in data else
+                f"its manifest.json lacks {', '.join(missing)}" if missing else
+                "it has no journal/ folder")
+        raise ExportError(f"{run_dir}: not a run folder: {what}; nothing was written. Give "
+                          "the folder that `parquet-agent run` printed")
+
+
 @dataclass(frozen=True)
 class RunSource:
     """A run folder opened for reading: never writes, never takes the writer lock."""
@@ -65,6 +86,7 @@ class RunSource:
         if not (run_dir / "manifest.json").is_file():
             raise ExportError(f"{run_dir}: not a run folder (no manifest.json); give the folder "
                               "that `parquet-agent run` printed")
+        _check_run_manifest(run_dir)
         try:
             run = Run(run_dir, writable=False)
             manifest = run.manifest

@@ -31,7 +31,8 @@ def test_demo_config_defaults_and_overrides(corpus, tmp_path):
     assert c.corpus == corpus and c.questions == corpus / "questions.jsonl"
     assert c.runs_dir == tmp_path and c.strategies == ("sql",) and c.limits.cache == "off"
     assert notebook_config(DEMO, ids=["Q002"]).sample.to_json() == {"ids": ["Q002"]}
-    assert notebook_config(DEMO, seed=11).sample.to_json() == {"n": 20, "seed": 11}
+    with pytest.raises(UsageError, match="seed=11 needs sample_n"):  # the demo runs "all"
+        notebook_config(DEMO, seed=11)
     table = {"name": "other", "provider": "baseline"}
     assert [m.name for m in notebook_config(DEMO, models=[table]).models] == ["other"]
 

@@ -79,3 +79,55 @@ def test_case_audit_lists_what_exists_for_a_wrong_question_model_or_method(http_
     assert "question 'Q999' is not in this run; it has: Q001, Q002, Q003" in err
     assert "fake-a (openai/gpt-fake-a)" in err and "fake-b (openai/gpt-fake-b)" in err
     assert "method 'vector' is not in this run; it has: sql, sql+stream" in err
+
+
+def test_case_audit_takes_ids_in_any_case_and_suggests_close_matches(http_run):
+    lower = _run("-m", "parquet_agent.case_audit", str(http_run), "--question", "q001",
+                 "--model", "fake-b", "--method", "SQL+STREAM")
+    assert lower.returncode == 0, lower.stderr.decode()
+    assert "Q001__fake-b__sql+stream" in lower.stdout.decode()
+    typo = _run("-m", "parquet_agent.case_audit", str(http_run), "--question", "Q0001",
+                "--model", "fake-b", "--method", "sq")
+    assert typo.returncode == 2
+    err = typo.stderr.decode()
+    assert "question 'Q0001' is not in this run; did you mean Q001" in err
+    assert "method 'sq' is not in this run; did you mean sql" in err
+
+
+def test_export_refuses_a_corpus_folder_and_writes_nothing(tmp_path):
+    """Issue 19 finding 3: a corpus folder has a manifest.json too; export used to write
+    cases/, indexes, summary and report.html into it."""
+    from parquet_agent.corpus.manifest import write_corpus_manifest
+    from tests.harness_corpus import make_harness_corpus
+
+    corpus = make_harness_corpus(tmp_path / "corpus")
+    write_corpus_manifest(corpus, origin={"test": "harness"}, kind="prepared")
+    assert (corpus / "manifest.json").is_file()
+    before = sorted(p.relative_to(corpus) for p in corpus.rglob("*"))
+    proc = _run("-m", "parquet_agent", "export", str(corpus))
+    assert proc.returncode == 2
+    err = proc.stderr.decode()
+    assert "not a run folder: its manifest.json is a corpus manifest" in err
+    assert "nothing was written" in err
+    assert sorted(p.relative_to(corpus) for p in corpus.rglob("*")) == before
+
+
+def test_a_closed_pipe_ends_tool_batch_and_audit_quietly(http_run, corpus, tmp_path):
+    """Issue 19 finding 8: `... | head` printed a BrokenPipeError traceback."""
+    batch = tmp_path / "calls.jsonl"
+    batch.write_text('{"name": "describe_corpus", "args": {}}\n' * 30)
+    commands = [[sys.executable, "-m", "parquet_agent", "tool", str(corpus), "--batch",
+                 str(batch)],
+                [sys.executable, "-m", "parquet_agent.case_audit", str(http_run), "--question",
+                 "Q001", "--model", "fake-b", "--method", "sql", "--full"],
+                [sys.executable, "-m", "parquet_agent", "audit", str(http_run), "--question",
+                 "Q001", "--model", "fake-b", "--method", "sql", "--full"]]
+    for command in commands:
+        proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        proc.stdout.read(10)
+        proc.stdout.close()  # the reader goes away, as `head -c 10` does
+        err = proc.stderr.read().decode()
+        proc.wait(timeout=120)
+        assert "Traceback" not in err and "BrokenPipeError" not in err, (command, err)
+        assert proc.returncode in (0, 141), (command, proc.returncode, err)
