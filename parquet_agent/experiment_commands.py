@@ -63,14 +63,21 @@ def _run(args: argparse.Namespace) -> int:
 
     experiment = Experiment.from_toml(args.config, progress=not args.quiet)
     command = ["parquet-agent", "run", str(args.config)]
+    estimates = None
+    if not args.resume:  # what the whole grid should cost, before the first call
+        from parquet_agent.estimate import estimate_config, estimate_text
+
+        estimates = estimate_config(experiment.config)
+        print(estimate_text(estimates), flush=True)
     return _execute(command, lambda: experiment.run(
         args.run_dir, resume=args.resume, cache_policy=args.cache_policy,
-        keep_going=args.keep_going, retry_failed=args.retry_failed))
+        keep_going=args.keep_going, retry_failed=args.retry_failed), estimates)
 
 
-def _execute(command: list[str], start) -> int:
-    """Run `start()`, then print the summary and what did not finish; the exit status says
-    how it went (0 all finished, 1 cases failed or unfinished, 130 interrupted)."""
+def _execute(command: list[str], start, estimates=None) -> int:
+    """Run `start()`, then print the summary, the actual cost against the estimate and what
+    did not finish; the exit status says how it went (0 all finished, 1 cases failed or
+    unfinished, 130 interrupted)."""
     from parquet_agent.errors import RunInterrupted
 
     try:
@@ -80,6 +87,11 @@ def _execute(command: list[str], start) -> int:
               f"  resume with: {resume_command(command, exc.run_dir)}", file=sys.stderr)
         return 130
     _print_result(run)
+    if estimates is not None:
+        from parquet_agent.estimate import check_text
+
+        figures = run.run_figures()
+        print(check_text(estimates, figures["cost_usd"], figures["cost_unknown_attempts"]))
     return _print_failures(run, command)
 
 
@@ -144,7 +156,7 @@ def _latest_unfinished(runs: Path, name: str) -> Path:
 
 def _runs(args: argparse.Namespace) -> int:
     from parquet_agent.store import RunStore
-    from parquet_agent.store.status import cost_text
+    from parquet_agent.store.readable import cost_text
 
     listing = RunStore(args.runs_dir).list()
     if listing.empty:
@@ -174,23 +186,9 @@ def _print_result(run) -> None:
 
 def summary_text(summary: pd.DataFrame) -> str:
     """The summary table as text: scores with their 95% bootstrap intervals."""
+    from parquet_agent.store.readable import summary_table
+
     if summary.empty:
         return "(no cases)"
-
-    def interval(row: pd.Series, name: str, low: str, high: str) -> str:
-        if pd.isna(row[name]):
-            return "unscored"
-        return f"{row[name]:.1f} [{row[low]:.1f}, {row[high]:.1f}]"
-
-    table = pd.DataFrame({
-        "model": summary["model"], "strategy": summary["strategy"],
-        "cases": summary["cases"], "completed": summary["completed"],
-        "correctness (95% CI)": [interval(r, "correctness", "correctness_low",
-                                          "correctness_high") for _, r in summary.iterrows()],
-        "citation support (95% CI)": [interval(r, "citation_support", "citation_low",
-                                               "citation_high") for _, r in summary.iterrows()],
-        "tool calls": summary["tool_calls"], "cost USD": summary["cost_usd"].round(4),
-        "p50 ms": summary["latency_p50_ms"].round(0),
-    })
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        return table.to_string(index=False)
+        return summary_table(summary).to_string(index=False)

@@ -14,9 +14,11 @@ Sections (numbered and titled exactly as in `report/assets/report.js`):
 
 Every string from a record is untrusted (model output, filing text): it is HTML-escaped here,
 and control and bidi characters are shown as visible `⟨U+XXXX⟩` marks, as report.html does.
-Links: the case JSON and the journal as `file://` URIs (they open in the browser or JupyterLab's
-file browser shows the path); raw files live in packs, so they are named with the command that
-prints their exact bytes, and `CaseExplorer` shows them on demand.
+Files: the case JSON and the journal are named by their path in the run folder, never linked
+as `file://` (Chromium refuses those inside JupyterLab: "Not allowed to load local resource");
+`CaseExplorer` serves them, and every raw file, through the kernel ("Files of this case"). Raw
+files live in packs, so they are also named with the command that prints their exact bytes.
+Timings are shown rounded (`ms`): 0.1 ms under 10 ms, whole ms above.
 """
 
 from __future__ import annotations
@@ -122,6 +124,15 @@ def _sec1(c: dict[str, Any]) -> str:
     return _section(1, SECTION_TITLES[0], body)
 
 
+def ms(value: Any) -> str:
+    """A duration in ms for people: `0.08`, `3.4`, `1,234` (`None` stays `None`)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return str(value)
+    if abs(value) < 1:
+        return f"{value:.2f}"
+    return f"{value:.1f}" if abs(value) < 10 else f"{value:,.0f}"
+
+
 def _sec2(c: dict[str, Any]) -> str:
     tool_counts = c.get("tool_counts") or {}
     # the contract's order (DESIGN.md), as the report shows them; any extra fields after
@@ -139,9 +150,10 @@ def _sec2(c: dict[str, Any]) -> str:
         ("cost answer / judge", f"{cost.get('answer_usd')} / {cost.get('judge_usd')}"),
         ("cost source", ", ".join(cost.get("sources") or [])),
         ("started / ended", f"{timing.get('started_at')} \u2192 {timing.get('ended_at')}"),
-        ("wall ms", timing.get("wall_ms")),
+        ("wall ms", ms(timing.get("wall_ms"))),
         ("model / judge / tool ms",
-         f"{timing.get('model_ms')} / {timing.get('judge_ms')} / {timing.get('tool_ms')}"),
+         f"{ms(timing.get('model_ms'))} / {ms(timing.get('judge_ms'))} / "
+         f"{ms(timing.get('tool_ms'))}"),
     ])
     return _section(2, SECTION_TITLES[1], body)
 
@@ -150,12 +162,12 @@ def _tool_call(i: int, t: dict[str, Any]) -> str:
     state = "ok" if t.get("ok") else f"error: {t.get('error_kind')}"
     where = "cache hit" if t.get("cache_hit") else ("worker run" if t.get("dispatched")
                                                     else "not dispatched")
-    ms = (t.get("timings") or {}).get("total_ms")
+    total = ms((t.get("timings") or {}).get("total_ms"))
     summary = (f"<b>#{i} {esc(t.get('name'))}</b> · turn {esc(t.get('turn'))} · "
                f"call {esc(t.get('call_id'))} · <span style=\"color:"
                f"{'#1a7f37' if t.get('ok') else '#cf222e'}\">{esc(state)}</span> · "
                f"{esc(where)}{'' if t.get('budgeted', True) else ' · over budget'}"
-               f" · {esc(ms)} ms")
+               f" · {esc(total)} ms")
     body = "arguments (exact):" + _pre(_pretty(t.get("arguments")))
     if t.get("sql"):
         body += "SQL:" + _pre(t["sql"])
@@ -165,7 +177,9 @@ def _tool_call(i: int, t: dict[str, Any]) -> str:
     if t.get("offsets"):
         extra.append(("offsets", "; ".join(f"{o.get('file_stem')} [{o.get('start')}, "
                                            f"{o.get('end')})" for o in t["offsets"])))
-    extra += [("timings ms", _pretty(t.get("timings"))), ("worker", t.get("worker_id"))]
+    timings = {k: ms(v) for k, v in (t.get("timings") or {}).items()}
+    extra += [("timings ms", ", ".join(f"{k} {v}" for k, v in timings.items())),
+              ("worker", t.get("worker_id"))]
     body += _kv(extra)
     body += _details("returned data", _pre(_pretty(t.get("output"))))
     if t.get("model_text") is not None:
@@ -242,7 +256,7 @@ def _sec6(c: dict[str, Any], run_dir: Path | None) -> str:
                  f"{a.get('requested_provider')} / {a.get('requested_model')}",
                  f"{a.get('actual_provider')} / {a.get('actual_model')}",
                  a.get("temperature"), a.get("reasoning_effort"), a.get("started_at"),
-                 a.get("queue_ms"), a.get("duration_ms"), a.get("http_status"),
+                 ms(a.get("queue_ms")), ms(a.get("duration_ms")), a.get("http_status"),
                  f"{a.get('finish_reason')}" + (f" ({a['response_id']})" if a.get("response_id")
                                                 else ""),
                  " / ".join(str(u.get(k)) for k in ("input_tokens", "output_tokens",
@@ -250,7 +264,9 @@ def _sec6(c: dict[str, Any], run_dir: Path | None) -> str:
                  f"{'unknown' if usd is None else usd} ({cost.get('source')})")
         rows.append("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in cells)
                     + f"<td>{'<br>'.join(files)}</td></tr>")
-    body = f'<table class="pa-attempts" style="font-size:12px">{"".join(rows)}</table>'
+    # a wide table scrolls in its own box instead of clipping the raw-files column
+    body = ('<div class="pa-attempts-wrap" style="max-width:100%;overflow-x:auto">'
+            f'<table class="pa-attempts" style="font-size:12px">{"".join(rows)}</table></div>')
     raw_files = c.get("raw_files") or []
     if raw_files:
         body += _details(f"all raw files of this case ({len(raw_files)})",
@@ -265,12 +281,9 @@ def _links(c: dict[str, Any], run_dir: Path | None) -> str:
     for label, rel in (("case record", links.get("case")), ("journal", links.get("journal"))):
         if not rel:
             continue
-        if run_dir is not None:
-            uri = (Path(run_dir) / rel).resolve().as_uri()
-            parts.append(f'{esc(label)}: <a href="{esc(uri)}" target="_blank">{esc(rel)}</a>')
-        else:
-            parts.append(f"{esc(label)}: {esc(rel)}")
-    return f'<p class="pa-links" style="color:#666">{" · ".join(parts)}</p>'
+        parts.append(f"{esc(label)}: <code>{esc(rel)}</code>")
+    where = " (open them below, under “Files of this case”)" if run_dir else ""
+    return f'<p class="pa-links" style="color:#666">{" · ".join(parts)}{where}</p>'
 
 
 def render_case(record: dict[str, Any], *, run_dir: Path | None = None) -> str:

@@ -158,9 +158,14 @@ def cost_vs_correctness(runs: Any) -> go.Figure:
     its interval. Cells with attempts of unknown cost say so in the hover and the title."""
     s = _summaries(_runs(runs))
     fig = go.Figure()
-    unknown = 0
+    unknown, unpriced, known = 0, [], []
     for row in s.itertuples():
         cost = row.cost_usd / row.cases if row.cases else float("nan")
+        if row.cost_unknown_attempts and row.cost_unknown_attempts >= row.api_attempts:
+            cost = float("nan")  # nothing about its cost is known: no point at 0
+            unpriced.append(row.cell)
+        elif cost == cost:
+            known.append(cost)
         mean = pd.Series([row.correctness], dtype=float)
         unknown += int(row.cost_unknown_attempts)
         fig.add_scatter(
@@ -174,8 +179,12 @@ def cost_vs_correctness(runs: Any) -> go.Figure:
     title = "Cost against correctness"
     if unknown:
         title += f" ({unknown} attempts of unknown cost not included)"
-    # no rangemode "tozero": an offline run costs 0 and its points would sit on the axis edge
-    return _layout(fig, title, xaxis=dict(title="known cost per case (USD)"),
+    if unpriced:
+        title += f"; cost unknown for {', '.join(unpriced)}"
+    xaxis: dict[str, Any] = {"title": "known cost per case (USD)"}
+    if known and max(known) == 0:  # every known cost is 0 (offline models): 0 at the left
+        xaxis.update(range=[-0.0001, 0.001], title="known cost per case (USD): all 0")
+    return _layout(fig, title, xaxis=xaxis,
                    yaxis=dict(title="mean correctness (0-100)", range=[0, 105]))
 
 

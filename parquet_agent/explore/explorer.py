@@ -37,6 +37,16 @@ def _options(values: Any) -> list[str]:
     return [ALL] + sorted({str(v) for v in values if v is not None and v == v})
 
 
+QUESTION_CHARS = 70  # of the question text shown in the case list
+
+
+def _snippet(text: Any) -> str:
+    if not isinstance(text, str):
+        return ""
+    text = " ".join(text.split())
+    return text if len(text) <= QUESTION_CHARS else text[: QUESTION_CHARS - 1] + "…"
+
+
 def _fmt_score(value: Any) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "unscored"
@@ -144,8 +154,8 @@ class CaseExplorer(W.VBox):
     def _refresh(self) -> None:
         rows = self.filtered()
         options = [(f"{r.case_id}  ·  {r.status}  ·  {self.score_field.value} "
-                    f"{_fmt_score(getattr(r, self.score_field.value))}", r.case_id)
-                   for r in rows.itertuples()]
+                    f"{_fmt_score(getattr(r, self.score_field.value))}  ·  "
+                    f"{_snippet(r.question)}", r.case_id) for r in rows.itertuples()]
         keep = self.picker.value
         # replacing the options moves the selection by itself: render once, after
         self._updating = True
@@ -175,7 +185,8 @@ class CaseExplorer(W.VBox):
         record = self.cases.record(case_id)
         self.detail.value = render_case(record, run_dir=self.run_dir)
         # a placeholder first: a file is read only when one is chosen; the case record and the
-        # journal are offered too (file:// links do not open from a JupyterLab page)
+        # journal are offered too: served through the kernel, since file:// links do not open
+        # from a JupyterLab page
         links = record.get("links") or {}
         files = [(f"case record: {rel}", rel) for rel in (links.get("case"),) if rel]
         files += [(f"journal: {rel}", rel) for rel in (links.get("journal"),) if rel]

@@ -1,12 +1,14 @@
-"""`parquet-agent preflight CONFIG [--raw-dir DIR]`: one cheap health call per configured model.
+"""`parquet-agent preflight CONFIG [--raw-dir DIR] [--estimate]`: one cheap health call per model.
 
-Reads only `[[models]]` and `[judge]` of the experiment config (`spec.load_model_specs`), builds
-each model (keys from the environment), and sends one tiny request (purpose `health`, label
-`preflight/<name>`), recorded into a `DirectorySink` under `--raw-dir` (or a new temporary folder,
-printed). Prints, per model: requested provider and model, the actual provider and model from
-the reply, attempts, tokens, cost and its source, and the raw files. Writes
-`preflight.json` (schema_version 1) beside the raw files. Exit 0 when every model answered,
-1 otherwise.
+Sends one tiny request to every model of the config and to its judge (API keys from the
+environment variables the config names), records the exact request and response bytes under
+--raw-dir (default: a new temporary folder, printed), and prints for each: the provider and
+model asked for and the ones that answered, attempts, tokens, cost and where the cost comes
+from. An offline model or judge (rubric) makes no call: it is listed as skipped, not as
+answered. With --estimate it first prints what the whole run is expected to cost (a range, from
+the number of cases, the expected turns, and the prompt and tool-output sizes). Writes
+preflight.json beside the raw files. Exit 0 when every model that was called answered, 1
+otherwise.
 """
 
 from __future__ import annotations
@@ -31,26 +33,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "preflight",
         help="send one cheap health call per configured model and report provider and cost",
-        description=__doc__.split("\n\n")[1] if __doc__ else None,
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
     p.add_argument("config", type=Path, help="experiment config (TOML)")
     p.add_argument("--raw-dir", type=Path, default=None,
                    help="folder for the raw request/response files (default: a new temp folder)")
+    p.add_argument("--estimate", action="store_true",
+                   help="also print the run's expected cost (a range) before the health calls")
     p.set_defaults(handler=run_preflight)
 
 
 def run_preflight(args: argparse.Namespace) -> int:
+    if getattr(args, "estimate", False):
+        from parquet_agent.estimate import estimate_config, estimate_text
+        from parquet_agent.experiment_config import load_config
+
+        print(estimate_text(estimate_config(load_config(args.config))))
     models, judge = load_model_specs(args.config)
     root = args.raw_dir or Path(tempfile.mkdtemp(prefix="parquet-agent-preflight-"))
     root.mkdir(parents=True, exist_ok=True)
     sink = DirectorySink(root)
     print(f"preflight: recording raw exchanges under {root}")
-    report, failures = [], 0
+    report, failures, skipped = [], 0, 0
     for role, spec in [("model", m) for m in models] + ([("judge", judge)] if judge else []):
         entry = {"role": role, "name": spec.name, "provider": spec.provider, "model": spec.model}
         if spec.provider == "rubric":  # offline judge of the judge piece: nothing to call
             entry.update(ok=True, skipped="offline rubric judge: no model call to check")
             report.append(entry)
+            skipped += 1
             print(f"  [{role}] {spec.name}: rubric -> skipped (offline, no model call)")
             continue
         try:
@@ -85,8 +95,10 @@ def run_preflight(args: argparse.Namespace) -> int:
         {"schema_version": 1, "config": str(args.config),
          "at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "models": report},
         indent=1, default=str))
-    print(f"preflight: {len(report) - failures}/{len(report)} model(s) answered; "
-          f"details in {root / 'preflight.json'}")
+    called = len(report) - skipped
+    print(f"preflight: {called - failures}/{called} model(s) answered"
+          + (f", {skipped} offline skipped (no call)" if skipped else "")
+          + f"; details in {root / 'preflight.json'}")
     return 0 if failures == 0 else 1
 
 

@@ -2,7 +2,6 @@
 
     status = run_status(run)         # RunStatus: complete | partial | failed | running | ...
     failure_groups(run.cases_df())   # [(count, "failed", reason), ...], most frequent first
-    cost_text(usd, unknown_attempts) # "$0.0123" | "unknown" | "≥ $0.01 (3 attempts of ...)"
 
 Statuses: `running` (the last session has no `run_finished` and its process is alive),
 `complete` (every planned case finished and none failed), `failed` (no case produced an
@@ -102,16 +101,4 @@ def _short(reason: str) -> str:
 
 
 
-def cost_text(usd: float | None, unknown_attempts: int = 0) -> str:
-    """A cost as people should read it: `$0.0123`, `unknown` when nothing about it is known,
-    `≥ $0.0123 (3 attempts of unknown cost)` when only part of it is. Never a made-up 0."""
-    known = usd is not None and usd == usd  # NaN is unknown
-    if not unknown_attempts:
-        return f"${usd:.4f}" if known else "unknown"
-    if not known or usd == 0:
-        return "unknown"
-    plural = "s" if unknown_attempts != 1 else ""
-    return f"≥ ${usd:.4f} ({unknown_attempts} attempt{plural} of unknown cost)"
-
-
-__all__ = ["RunStatus", "cost_text", "failure_groups", "run_status"]
+__all__ = ["RunStatus", "failure_groups", "run_status"]

@@ -123,13 +123,28 @@ def test_incomplete_case_shows_what_was_sent_and_no_invented_answer(scripted_run
     assert "Not judged" in html
 
 
-def test_links_point_at_the_case_record_and_journal(demo_run):
+def test_case_record_and_journal_are_served_by_the_kernel_not_linked_as_file_uris(demo_run):
+    """Issue 19 finding 7: Chromium refuses file:// links inside JupyterLab."""
     ex = CaseExplorer(demo_run, case_id="Q002__baseline__sql")
-    uris = re.findall(r'href="(file://[^"]+)"', ex.detail.value)
-    assert len(uris) == 2
-    for uri in uris:
-        assert Path(uri[len("file://"):]).is_file()
+    assert "file:" not in ex.detail.value and "href=" not in ex.detail.value
+    named = re.findall(r"<code>((?:cases|journal)/[^<]+)</code>", ex.detail.value)
+    assert len(named) == 2
+    offered = [value for _, value in ex.raw_picker.options if value]
+    for rel in named:
+        assert rel in offered and (Path(demo_run) / rel).is_file()
+        ex.raw_picker.value = rel
+        assert ex.raw_view.outputs[0]["data"]["text/plain"]
     assert f"parquet-agent raw {demo_run}" in ex.detail.value
+
+
+def test_timings_are_rounded_and_the_case_list_shows_the_question(demo_run):
+    """Issue 19 finding 10: `0.08267299995168287 ms`; a list of ids without the question."""
+    ex = CaseExplorer(demo_run, case_id="Q002__baseline__sql")
+    assert not re.search(r"\d\.\d{3,} ms|\d\.\d{3,}</td>", ex.detail.value)
+    label = dict((v, k) for k, v in ex.picker.options)["Q002__baseline__sql"]
+    question = ex.filtered().set_index("case_id").loc["Q002__baseline__sql", "question"]
+    assert " ".join(question.split())[:40] in label
+    assert 'class="pa-attempts-wrap" style="max-width:100%;overflow-x:auto"' in ex.detail.value
 
 
 def test_show_clears_filters_that_hide_the_case_and_refuses_unknown_ids(demo_run):

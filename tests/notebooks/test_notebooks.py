@@ -55,9 +55,12 @@ def test_notebook_is_stored_without_outputs_with_one_parameters_cell(name):
     path = NOTEBOOKS / f"{name}.ipynb"
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
-    assert nb.metadata.kernelspec.name == "python3"
+    assert nb.metadata.kernelspec.name == "parquet-agent"  # `parquet-agent lab` registers it
     code = [c for c in nb.cells if c.cell_type == "code"]
-    assert all(c.outputs == [] and c.execution_count is None for c in code)
+    assert all(c.outputs == [] and c.execution_count is None for c in code), (
+        f"{path.name} was saved with outputs; clear them with "
+        f"`.venv/bin/parquet-agent lab --strip notebooks/{path.name}` (JupyterLab started "
+        "from the repo root or by `parquet-agent lab` saves notebooks/ without outputs)")
     tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1
     assert set(pm.inspect_notebook(str(path))) == PARAMETERS[name]
@@ -125,7 +128,7 @@ def test_papermill_command_from_the_repo_root(corpus, tmp_path):
     out = tmp_path / "out.ipynb"
     result = tmp_path / "result.json"
     cmd = [sys.executable, "-m", "papermill", "notebooks/run_experiment.ipynb", str(out),
-           "-p", "sample_n", "1", "-p", "seed", "3", "-p", "corpus", str(corpus),
+           "-k", "python3", "-p", "sample_n", "1", "-p", "seed", "3", "-p", "corpus", str(corpus),
            "-p", "runs_dir", str(tmp_path / "runs"), "-p", "show_charts", "False",
            "-p", "result_path", str(result), "--execution-timeout", "240", "--no-progress-bar"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300,

@@ -1,0 +1,74 @@
+"""Costs that never lie (issue 19, finding 5): an estimate before the run (a range from cases,
+turns, prompt and tool-output sizes, priced), unknown where no price is known, checked against
+the actual cost afterwards; unknown cost shown as "unknown" in the CLI summary, never 0."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+import pandas as pd
+
+from parquet_agent.estimate import case_tokens, check_text, estimate_config, total
+from parquet_agent.experiment_commands import demo_config, summary_text
+from parquet_agent.experiment_config import load_config
+from parquet_agent.models.fakes import openai_server
+from parquet_agent.store.readable import cost_text
+from tests.test_experiment import _answer_script
+from tests.test_run_failures import _cli, _config, corpus  # noqa: F401 - the fixture
+
+
+def test_case_tokens_grow_with_the_square_of_the_turns():
+    one = case_tokens(4000, 1, 1000, 100)
+    assert one == (1000, 100)
+    four = case_tokens(4000, 4, 1000, 100)
+    # 4 prompts + 6 exchanges of (1000 + 200 chars)/4 tokens + 100 output tokens each
+    assert four == (4 * 1000 + 6 * (300 + 100), 400)
+
+
+def test_estimate_is_a_priced_range_free_offline_and_unknown_without_a_price(corpus, tmp_path):
+    offline = estimate_config(demo_config(corpus, tmp_path))
+    assert [e.usd for e in offline] == [(0.0, 0.0), (0.0, 0.0)]
+    assert offline[0].cases == 6 and offline[0].turns == (2, 13)
+    config = load_config(_config(tmp_path, corpus, "http://127.0.0.1:9"))
+    unknown = estimate_config(config)
+    assert unknown[0].usd is None and total(unknown) is None
+    priced = estimate_config(replace(config, models=(replace(config.models[0],
+                                                             model="gpt-4o-mini"),)))
+    low, high = priced[0].usd
+    assert 0 < low < high and priced[0].price.startswith("price table")
+    assert priced[0].input_tokens[0] < priced[0].input_tokens[1]
+    assert check_text(priced, (low + high) / 2).startswith("actual cost $")
+    assert "within the estimate" in check_text(priced, (low + high) / 2)
+    assert "above the estimate" in check_text(priced, high * 2)
+    assert "unknown for 3 attempts" in check_text(priced, 0.1, unknown_attempts=3)
+
+
+def test_run_prints_the_estimate_first_and_checks_the_actual_cost_after(corpus, tmp_path):
+    with openai_server(_answer_script) as server:
+        config = _config(tmp_path, corpus, server.url)
+        config.write_text(config.read_text().replace('model = "gpt-fake"',
+                                                     'model = "gpt-4o-mini"'))
+        proc = _cli("run", str(config), "--run-dir", str(tmp_path / "runs" / "r"), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.startswith("estimated cost before the run")
+    match = re.search(r"total: \$(\d+\.\d+) – \$(\d+\.\d+)", out)
+    assert match and 0 < float(match[1]) < float(match[2])
+    # the fake server's replies are tiny (12 tokens in): the check says so, honestly
+    assert re.search(r"actual cost \$\d+\.\d+: below the estimate", out)
+
+
+def test_unknown_cost_is_unknown_in_the_cli_summary_never_zero():
+    summary = pd.DataFrame([{
+        "model": "local", "strategy": "sql", "cases": 2, "completed": 2, "correctness": 50.0,
+        "correctness_low": 0.0, "correctness_high": 100.0, "citation_support": float("nan"),
+        "citation_low": float("nan"), "citation_high": float("nan"), "tool_calls": 2,
+        "cost_usd": 0.0, "cost_unknown_attempts": 4, "latency_p50_ms": 12.0}])
+    text = summary_text(summary)
+    cost_column = text.splitlines()[1].split()[-2]  # the row's cost, before p50 ms
+    assert cost_column == "unknown", text
+    assert cost_text(0.0, 4) == "unknown"
+    assert cost_text(0.5, 0) == "$0.5000"
+    assert cost_text(0.5, 1) == "≥ $0.5000 (1 attempt of unknown cost)"
+    assert cost_text(float("nan"), 0) == "unknown"

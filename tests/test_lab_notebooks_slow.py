@@ -1,0 +1,191 @@
+"""JupyterLab as a user runs it (slow tier, `pytest -m slow`; CI runs it once): JupyterLab from
+this environment (the `lab` extra), the project's `parquet-agent` kernel and save hook registered
+by our own `install_kernel` / `install_server_config` (in an isolated prefix), headless Debian
+Chromium driven by Playwright.
+
+In a copy of notebooks/ and configs/ over a 300-row synthetic sample: run_experiment.ipynb is
+opened and run twice (two runs to compare), then explore_run.ipynb (the CaseExplorer rendered,
+a strategy chosen, a case picked, a tool call expanded, its links served, not file://) and
+compare_runs.ipynb; every cell of each ran without an error output and the page raised no
+error; a save leaves the notebook on disk without outputs. Screenshot: docs/img/explorer-lab.png.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+IMG = REPO / "docs" / "img"
+
+ALL_CELLS_RAN = """() => {
+  const w = window.jupyterapp.shell.currentWidget;
+  const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+  if (!k || k.status !== 'idle') return false;
+  const cells = w.content.model.cells;
+  for (let i = 0; i < cells.length; i++) {
+    const c = cells.get(i);
+    if (c.type === 'code' && c.sharedModel.getSource().trim() && !c.executionCount) return false;
+  }
+  return true;
+}"""
+ERRORS = """() => {
+  const cells = window.jupyterapp.shell.currentWidget.content.model.cells, out = [];
+  for (let i = 0; i < cells.length; i++) {
+    const c = cells.get(i);
+    if (c.type !== 'code') continue;
+    for (let j = 0; j < c.outputs.length; j++) {
+      const o = c.outputs.get(j).toJSON();
+      if (o.output_type === 'error') out.push(o.ename + ': ' + o.evalue);
+    }
+  }
+  return out;
+}"""
+KERNEL_READY = """() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+  return !!k && k.connectionStatus === 'connected' && k.status === 'idle'; }"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server over a copy of the notebooks; yields (url, token, root)."""
+    pytest.importorskip("jupyterlab", reason="the lab extra: pip install -e '.[lab]'")
+    from parquet_agent.lab import KERNEL_NAME, install_kernel, install_server_config
+
+    home = tmp_path_factory.mktemp("lab")
+    root = home / "root"
+    shutil.copytree(REPO / "notebooks", root / "notebooks")
+    shutil.copytree(REPO / "configs", root / "configs")
+    sample = root / "data" / "sample"
+    for args in (["corpus", "build", "--rows", "300", "--out", str(sample), "--seed", "0"],
+                 ["corpus", "index", str(sample)]):
+        subprocess.run([sys.executable, "-m", "parquet_agent", *args], check=True, cwd=REPO,
+                       capture_output=True)
+    kernel = install_kernel(prefix=home / "prefix")
+    assert kernel.name == KERNEL_NAME
+    install_server_config(prefix=home / "prefix")
+    settings = home / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(
+        '{"fetchNews": "false", "checkForUpdates": false}')
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
+           "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+           "JUPYTER_PATH": str(home / "prefix" / "share" / "jupyter"),
+           "JUPYTER_CONFIG_PATH": str(home / "prefix" / "etc" / "jupyter"),
+           "JUPYTER_DATA_DIR": str(home / "userdata"),
+           "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(home / "ws")}
+    log = open(home / "lab.log", "wb")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
+         f"--port={port}", f"--IdentityProvider.token={token}",
+         f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
+         "--LabApp.news_url=None",
+         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=log)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=1)
+                break
+            except OSError:
+                assert server.poll() is None, (home / "lab.log").read_text()
+                time.sleep(0.1)
+        yield url, token, root
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+def _open(browser, url: str, token: str, name: str):
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.errors = []
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.goto(f"{url}/lab/tree/notebooks/{name}.ipynb?token={token}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content", timeout=90_000)
+    page.wait_for_function(KERNEL_READY, timeout=90_000)
+    kernel = page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext"
+                           ".session.kernel.name")
+    assert kernel == "parquet-agent"  # the notebooks' own kernel, found without asking
+    return page
+
+
+def _run_all(page, timeout_ms: int = 300_000) -> None:
+    page.evaluate("() => { const app = window.jupyterapp;"
+                  " if (!app.shell.leftCollapsed) app.commands.execute("
+                  "'application:toggle-left-area');"
+                  " return app.commands.execute('notebook:run-all-cells'); }")
+    page.wait_for_timeout(500)
+    page.wait_for_function(ALL_CELLS_RAN, timeout=timeout_ms, polling=500)
+    assert page.evaluate(ERRORS) == []
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.timeout(1200)
+def test_every_notebook_runs_in_jupyterlab_and_the_explorer_works(lab, browser):
+    from playwright.sync_api import expect
+
+    url, token, root = lab
+    page = _open(browser, url, token, "run_experiment")
+    _run_all(page)
+    _run_all(page)  # a second run, for compare_runs
+    path = root / "notebooks" / "run_experiment.ipynb"
+    before = path.stat().st_mtime_ns
+    # not awaited: the command's promise may wait on the page; the file on disk is the proof
+    page.evaluate("() => { window.jupyterapp.commands.execute('docmanager:save'); }")
+    deadline = time.monotonic() + 60
+    while path.stat().st_mtime_ns == before:
+        assert time.monotonic() < deadline, "the notebook was not saved"
+        time.sleep(0.2)
+    time.sleep(0.5)
+    saved = json.loads(path.read_text())
+    assert saved["metadata"]["kernelspec"]["name"] == "parquet-agent"
+    assert all(c.get("outputs", []) == [] for c in saved["cells"])  # the pre-save hook
+    assert page.errors == []
+    page.close()
+
+    page = _open(browser, url, token, "explore_run")
+    _run_all(page)
+    count = page.locator(".pa-count b")
+    expect(count).to_have_text("20", timeout=60_000)  # 10 questions x 2 strategies
+    strategy = page.locator(".widget-dropdown").filter(
+        has=page.locator("label", has_text="strategy")).locator("select")
+    strategy.select_option("sql+stream")
+    expect(count).to_have_text("10")
+    expect(page.locator("section.pa-sec").first).to_contain_text("sql+stream")
+    page.locator("details.pa-call summary").first.click()
+    expect(page.locator("details.pa-call[open]").first).to_contain_text("arguments")
+    assert page.locator("a[href^='file:']").count() == 0  # Chromium refuses file:// in Lab
+    page.mouse.move(0, 0)
+    page.evaluate("() => document.querySelector('.widget-select').closest("
+                  "'.jp-OutputArea-output').scrollIntoView({block: 'start'})")
+    IMG.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(IMG / "explorer-lab.png"))
+    assert page.errors == []
+    page.close()
+
+    page = _open(browser, url, token, "compare_runs")
+    _run_all(page)
+    expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible(timeout=60_000)
+    assert page.errors == []
+    page.close()
