@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "parquet_agent"
 # public names, imported on first use) belong to the cli layer.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shared", ("parquet_agent.errors", "parquet_agent.files", "parquet_agent.checks",
-                "parquet_agent.stats", "parquet_agent.progress")),
+                "parquet_agent.stats", "parquet_agent.progress", "parquet_agent.console")),
     ("corpus", ("parquet_agent.corpus",)),
     ("models", ("parquet_agent.models",)),
     ("tools", ("parquet_agent.tools",)),
@@ -29,11 +29,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("config", ("parquet_agent.experiment_config",)),
     ("store", ("parquet_agent.store",)),
     ("report", ("parquet_agent.report",)),
-    ("experiment", ("parquet_agent.experiment",)),
+    ("experiment", ("parquet_agent.experiment", "parquet_agent.run_watch")),
     ("explore", ("parquet_agent.explore",)),
     ("cli", ("parquet_agent.cli", "parquet_agent.__main__",
              "parquet_agent.case_audit", "parquet_agent.bench",
-             "parquet_agent.experiment_commands")),
+             "parquet_agent.experiment_commands", "parquet_agent.estimate",
+             "parquet_agent.lab")),
 )
 
 # Back-edges that issue 12's other half (a typed transcript the agent writes through a journal
