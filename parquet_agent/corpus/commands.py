@@ -23,7 +23,8 @@ def _build(args: argparse.Namespace) -> int:
     from parquet_agent.corpus.synthetic import build_corpus
 
     out = Path(args.out)
-    result = build_corpus(out, rows=args.rows, seed=args.seed, jobs=args.jobs)
+    result = build_corpus(out, rows=args.rows, seed=args.seed, jobs=args.jobs,
+                          overwrite=args.overwrite)
     print(result.summary())
     # the snapshot the manifest recorded a moment ago: no second pass hashing every file
     print(build_index(out, snapshot=read_corpus_manifest(out).snapshot).summary())
@@ -74,6 +75,8 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same files)")
     p.add_argument("--jobs", type=int, help="worker processes (default: 2, or 1 below 20,000 rows)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a corpus in --out that was built with other rows or seed")
     p.set_defaults(handler=_build)
 
     p = sub.add_parser(

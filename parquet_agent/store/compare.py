@@ -133,6 +133,13 @@ def manifest_warnings(new: dict[str, Any], old: dict[str, Any]) -> list[str]:
                                                   for k in limit_diffs))
     if new.get("code_hash") != old.get("code_hash"):
         out.append("the code differs (code_hash); see each manifest's package_versions")
+    qn, qo = list(new.get("question_ids") or []), list(old.get("question_ids") or [])
+    if qn != qo:  # issue 19: runs over other samples were called "the same in both runs"
+        only_new, only_old = set(qn) - set(qo), set(qo) - set(qn)
+        out.append(f"the question samples differ ({co.get('sample')!r} -> {cn.get('sample')!r}"
+                   f"): {len(only_old)} questions only in the old run, {len(only_new)} only in "
+                   f"the new one; paired results cover the {len(set(qn) & set(qo))} shared "
+                   "questions")
     return out
 
 
@@ -239,8 +246,8 @@ class RunComparison:
                        "<ul>" + "".join(f"<li>{e(w)}</li>" for w in self.warnings)
                        + "</ul></div>")
         else:
-            out.append("<p>Prompts, tool specs, corpus snapshot, models, judge and limits are "
-                       "the same in both runs.</p>")
+            out.append("<p>Prompts, tool specs, corpus snapshot, models, judge, limits and the "
+                       "question sample are the same in both runs.</p>")
         counts = self.counts()
         out.append("<table class=\"pa-counts\"><tr>" + "".join(f"<th>{e(c)}</th>" for c in CHANGES)
                    + "</tr><tr>" + "".join(f"<td>{counts[c]}</td>" for c in CHANGES)

@@ -168,6 +168,15 @@ def test_same_seed_same_bytes_in_process_and_in_workers(tmp_path):
     strip = lambda p: {k: v for k, v in json.loads(p.read_text()).items() if k != "created_at"}  # noqa: E731
     ma, mb = strip(a.out / "manifest.json"), strip(b.out / "manifest.json")
     assert ma["files"] == mb["files"] and ma["origin"] == mb["origin"]
+    # issue 19: another seed does not silently replace a built corpus; the same one rebuilds
+    before = (a.out / "questions.jsonl").read_bytes()
+    with pytest.raises(UsageError, match="built with --rows 300 --seed 3; building --rows 300 "
+                                         "--seed 4 there would replace it"):
+        build_corpus(a.out, rows=300, seed=4, jobs=1)
+    assert (a.out / "questions.jsonl").read_bytes() == before
+    build_corpus(a.out, rows=300, seed=3, jobs=1)
+    again = build_corpus(a.out, rows=300, seed=4, jobs=1, overwrite=True)
+    assert (again.out / "questions.jsonl").read_bytes() == (c.out / "questions.jsonl").read_bytes()
 
 
 def test_refuses_tiny_corpora_and_foreign_files(tmp_path):

@@ -95,6 +95,19 @@ def test_manifest_warnings_for_changed_prompts_and_corpus(demo_run):
     assert manifest_warnings(old, old) == []
 
 
+def test_runs_over_other_samples_are_not_called_the_same(demo_run):
+    """Issue 19 finding 10: two runs whose samples differ were "the same in both runs"."""
+    old = json.loads((demo_run / "manifest.json").read_text())
+    new = copy.deepcopy(old)
+    new["question_ids"] = old["question_ids"][:1] + ["Q777"]
+    new["config"]["sample"] = {"n": 2, "seed": 1}
+    (warning,) = manifest_warnings(new, old)
+    kept = len(old["question_ids"]) - 1
+    assert warning == (f"the question samples differ ({old['config']['sample']!r} -> "
+                       f"{{'n': 2, 'seed': 1}}): {kept} questions only in the old run, 1 only "
+                       "in the new one; paired results cover the 1 shared questions")
+
+
 def test_no_shared_case_is_a_warning(demo_run, http_run):
     cmp = compare_runs(http_run, demo_run)
     assert any("share no case id" in w for w in cmp.warnings)

@@ -89,7 +89,7 @@ def month_file_name(month: int) -> str:
     return f"{YEAR}-{month:02d}.parquet"
 
 
-def _check_out(out: Path, rows: int) -> None:
+def _check_out(out: Path, rows: int, seed: int = 0, overwrite: bool = False) -> None:
     if rows < MIN_ROWS:
         raise UsageError(f"--rows {rows} is too small: a synthetic corpus needs at least {MIN_ROWS} rows "
                          "to carry its 100+ questions (the bundled sample uses 2000)")
@@ -100,6 +100,24 @@ def _check_out(out: Path, rows: int) -> None:
     if strangers:
         raise UsageError(f"{out} already holds other Parquet files ({', '.join(strangers[:3])}); "
                          "build into an empty folder so the corpus snapshot holds only this build")
+    origin = _built_with(out)
+    if origin and (origin.get("rows"), origin.get("seed")) != (rows, seed) and not overwrite:
+        raise UsageError(f"{out} holds a corpus built with --rows {origin.get('rows')} --seed "
+                         f"{origin.get('seed')}; building --rows {rows} --seed {seed} there would "
+                         "replace it (and invalidate the runs made on it): choose another --out, "
+                         "or pass --overwrite")
+
+
+def _built_with(out: Path) -> dict | None:
+    """The `origin` of the synthetic corpus already in `out` (None when there is none)."""
+    import json
+
+    try:
+        data = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    origin = data.get("origin") if isinstance(data, dict) else None
+    return origin if isinstance(origin, dict) and data.get("kind") == "synthetic" else None
 
 
 def _write_month(out: str, month: int, specs: tuple[FilingSpec, ...], seed: int, n_companies: int,
@@ -152,17 +170,19 @@ def _write_month(out: str, month: int, specs: tuple[FilingSpec, ...], seed: int,
                      time.perf_counter() - started)
 
 
-def build_corpus(out: Path, *, rows: int, seed: int = 0, jobs: int | None = None) -> BuildResult:
+def build_corpus(out: Path, *, rows: int, seed: int = 0, jobs: int | None = None,
+                 overwrite: bool = False) -> BuildResult:
     """Build a synthetic corpus of `rows` rows into `out` (see module docstring).
 
     `jobs` is the number of worker processes (default: 2, or 1 below 20,000 rows).
-    Raises UsageError for a too-small `rows` or an `out` holding someone else's Parquet files.
+    Raises UsageError for a too-small `rows`, an `out` holding someone else's Parquet files, or
+    one holding a synthetic corpus built with other rows or another seed (unless `overwrite`).
     """
     from parquet_agent.corpus.manifest import write_corpus_manifest
 
     started = time.perf_counter()
     out = Path(out)
-    _check_out(out, rows)
+    _check_out(out, rows, seed, overwrite)
     out.mkdir(parents=True, exist_ok=True)
     plan = plan_corpus(seed, rows)
     if jobs is None:
