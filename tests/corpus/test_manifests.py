@@ -106,7 +106,7 @@ def test_readme_examples_return_results_on_the_bundled_sample(sample):
             result = tools.call(name, **args)
             assert result.ok, (name, args, result.error)
             out = result.output
-            found = (out.get("total") or out.get("row_count") or len(out.get("matches") or [])
+            found = (out.get("total") or out.get("row_count") or out.get("matches_total")
                      or len(out.get("text") or ""))
             assert found, (name, args, out)
     questions = sum(1 for _ in open(sample / "questions.jsonl", encoding="utf-8"))

@@ -145,3 +145,27 @@ def test_charts_and_a_comparison_embed_offline(page, http_run, offline_run, tmp_
     # the default export stays lean: no plotly.js
     plain = export_run(fresh_copy(http_run, tmp_path / "plain")).report
     assert plain.stat().st_size * 2 < report.stat().st_size
+
+
+def test_the_table_sorts_by_a_column_and_downloads_the_shown_rows_as_csv(page, report):
+    """Issue 19 finding 10: the report table could not be sorted and had no CSV download."""
+    rows = _open(page, report)
+    head = page.locator("#cases thead th", has_text="correct").first
+    head.click()
+    expect(head).to_have_attribute("aria-sort", "ascending")
+    first = rows.first.get_attribute("data-case-id")
+    head.click()
+    expect(head).to_have_attribute("aria-sort", "descending")
+    top = page.evaluate("""() => Array.from(document.querySelectorAll('#cases tr.case'))
+        .map(tr => tr.children[5].textContent)""")
+    scored = [float(v) for v in top if v not in ("\u2014", "")]
+    assert scored == sorted(scored, reverse=True) and scored[0] == 100
+    assert rows.first.get_attribute("data-case-id") != first
+    page.select_option("#f-model", "fake-a")
+    with page.expect_download() as info:
+        page.click("#f-csv")
+    text = Path(info.value.path()).read_text(encoding="utf-8")
+    lines = text.strip().splitlines()
+    assert lines[0].startswith("case_id,question_id,question,model,strategy,status,correctness")
+    assert len(lines) == 1 + 6 and all(",fake-a," in line for line in lines[1:])
+    assert page.errors == []

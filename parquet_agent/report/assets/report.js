@@ -368,6 +368,69 @@
     byId("f-score-min").value = "0"; byId("f-score-max").value = "100";
     applyFilters();
   });
+  /* -- sorting (click a column head; again to reverse) and the CSV of the shown rows ------ */
+  var KEYS = ["question_id", "question", "model", "strategy", "status", "correctness",
+              "citation_support", "processed", "model_rounds", "api_attempt_count", "cost_usd",
+              "wall_ms"];
+  var order = rows.map(function (r, i) { return i; });
+  var sorted = {key: null, dir: 1};
+  function compare(a, b) {
+    if (a === b) return 0;
+    if (a === null || a === undefined) return 1;  // unknown last, either direction
+    if (b === null || b === undefined) return -1;
+    if (typeof a === "number" && typeof b === "number") return a - b;
+    return String(a).localeCompare(String(b), undefined, {numeric: true});
+  }
+  function sortBy(key) {
+    sorted.dir = sorted.key === key ? -sorted.dir : 1;
+    sorted.key = key;
+    order.sort(function (i, j) {
+      var a = rows[i][key], b = rows[j][key];
+      if (a === null || a === undefined || b === null || b === undefined) return compare(a, b);
+      return sorted.dir * compare(a, b) || i - j;
+    });
+    var frag2 = document.createDocumentFragment();
+    order.forEach(function (i) {
+      frag2.appendChild(trs[i]);
+      if (details[i]) frag2.appendChild(details[i]);
+    });
+    tbody.appendChild(frag2);
+    heads.forEach(function (th, k) {
+      th.setAttribute("aria-sort", KEYS[k] !== key ? "none" :
+        (sorted.dir > 0 ? "ascending" : "descending"));
+    });
+  }
+  var heads = Array.prototype.slice.call(document.querySelectorAll("#cases thead th"));
+  heads.forEach(function (th, k) {
+    th.classList.add("sortable");
+    th.setAttribute("aria-sort", "none");
+    th.title = "sort by this column (click again to reverse)";
+    th.addEventListener("click", function () { sortBy(KEYS[k]); });
+  });
+  function csvCell(v) {
+    var t = v === null || v === undefined ? "" : String(v);
+    if (/^[=+\-@\t\r]/.test(t)) t = "'" + t;  // a spreadsheet must not run a cell as a formula
+    return /[",\n\r]/.test(t) ? '"' + t.replace(/"/g, '""') + '"' : t;
+  }
+  byId("f-csv").addEventListener("click", function () {
+    var lines = [["case_id"].concat(KEYS).join(",")];
+    order.forEach(function (i) {
+      if (trs[i].hidden) return;
+      var r = rows[i];
+      lines.push([r.case_id].concat(KEYS.map(function (k) { return r[k]; })).map(csvCell)
+        .join(","));
+    });
+    var url = URL.createObjectURL(new Blob([lines.join("\r\n") + "\r\n"],
+                                           {type: "text/csv;charset=utf-8"}));
+    var a = el("a");
+    a.href = url;
+    a.download = "cases-shown.csv";
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(function () { URL.revokeObjectURL(url); }, 1000);
+  });
+
   applyFilters();
   document.documentElement.setAttribute("data-ready", "1");
   window.reportReadyMs = performance.now();
