@@ -310,7 +310,8 @@ def _run_case(run: Run, session: int, agent: Agent, judge: Judge, reader: Tools,
               questions: QuestionSet, question_id: str, model: str,
               strategy: str) -> tuple[float | None, bool]:
     """One case from start (or its saved state) to `case_finished`; returns its cost and
-    whether its model calls failed (what the circuit breaker counts)."""
+    whether its model calls failed because the server was unreachable (what the circuit
+    breaker counts: a 400 is about one request, a refused connection about every one)."""
     cid = case_id(question_id, model, strategy)
     journal = run.journal(cid)
     replay = run.replay(cid)
@@ -325,7 +326,8 @@ def _run_case(run: Run, session: int, agent: Agent, judge: Judge, reader: Tools,
     try:
         outcome = agent.run(questions.question(question_id), case_id=cid, sink=run.raw,
                             journal=journal, replay=replay)
-        call_failed = outcome.status == "failed" and outcome.error is not None
+        call_failed = (outcome.status == "failed" and outcome.error is not None
+                       and _server_unreachable(run, cid))
         if outcome.status == "failed" and outcome.retryable:
             journal.append(CaseFailed("ModelCallError", outcome.error or outcome.reason, True))
             return outcome.cost_usd, call_failed
@@ -345,6 +347,18 @@ def _run_case(run: Run, session: int, agent: Agent, judge: Judge, reader: Tools,
     except Exception as exc:  # a bug or an unexpected failure: record it, keep the run going
         journal.append(CaseFailed(type(exc).__name__, str(exc)[:2000], False))
         return None, False
+
+
+# attempt error kinds (models.retry) that mean the server itself is not there: refused or
+# dropped connections, timeouts, 5xx
+UNREACHABLE_KINDS = ("[network]", "[timeout]", "[http_5xx]")
+
+
+def _server_unreachable(run: Run, cid: str) -> bool:
+    """Whether the case's last answer attempt failed for want of a server."""
+    attempts = [e for e in run.case_events(cid, resolve=False) if e.event == "model_attempt"]
+    error = (attempts[-1].data.get("attempt") or {}).get("error") if attempts else None
+    return isinstance(error, str) and error.startswith(UNREACHABLE_KINDS)
 
 
 def _judge_case(run: Run, journal, judge: Judge, reader: Tools, questions: QuestionSet,

@@ -19,7 +19,7 @@ from parquet_agent.store import CorpusDrift
 
 class Breaker:
     """Per-model circuit breaker: open after `threshold` cases in a row whose model calls
-    failed; says so once on stderr. Thread-safe (case workers report concurrently)."""
+    failed because the server was unreachable; says so once on stderr. Thread-safe (case workers report concurrently)."""
 
     def __init__(self, threshold: int):
         self.threshold = threshold
@@ -37,8 +37,8 @@ class Breaker:
             if streak < self.threshold or model in self._open:
                 return
             self._open.add(model)
-        print(f"parquet-agent: model {model!r}: {streak} cases in a row failed their model "
-              "calls; its remaining cases are not dispatched and stay resumable (fix the "
+        print(f"parquet-agent: model {model!r}: {streak} cases in a row could not reach its "
+              "server; its remaining cases are not dispatched and stay resumable (fix the "
               f"server, then resume {run_dir} with --resume)",
               file=sys.stderr, flush=True)
 

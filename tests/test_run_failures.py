@@ -86,7 +86,7 @@ def test_keep_going_runs_fails_groups_reasons_and_the_breaker_stops_the_model(co
     assert proc.returncode == 1, proc.stderr
     err = proc.stderr
     assert "(--keep-going: running anyway)" in err
-    assert "3 cases in a row failed their model calls" in err  # the breaker, said once
+    assert "3 cases in a row could not reach its server" in err  # the breaker, said once
     assert err.count("cases in a row") == 1
     # grouped reasons with counts: 3 cases failed their calls, 3 never dispatched
     assert "3 x unfinished: ModelCallError: model 'fake'" in err
@@ -110,7 +110,7 @@ def test_server_dying_mid_run_trips_the_breaker_and_a_resume_finishes(corpus, tm
         run_dir = tmp_path / "runs" / "r"
         proc = _cli("run", str(config), "--run-dir", str(run_dir), "--quiet")
         assert proc.returncode == 1, proc.stderr
-        assert "3 cases in a row failed" in proc.stderr
+        assert "3 cases in a row could not reach its server" in proc.stderr
         statuses = RunStore(run_dir.parent).list().set_index("run_id").loc["r"]
         assert statuses["status"] == "partial" and statuses["complete"] == 1
         assert statuses["unfinished"] == 5

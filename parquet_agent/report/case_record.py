@@ -58,8 +58,8 @@ def _check_run_manifest(run_dir: Path) -> None:
     try:
         data = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ExportError(f"{run_dir}: manifest.json is unreadable ({exc}); nothing was "
-                          "written") from None
+        raise ExportError(f"{run_dir}: cannot read the run: manifest.json is unreadable "
+                          f"({exc}); nothing was written") from None
     missing = [k for k in RUN_MANIFEST_KEYS if not isinstance(data, dict) or k not in data]
     if missing or not (run_dir / "journal").is_dir():
         what = (f"its manifest.json is a corpus manifest (kind {data.get('kind')!r})"
