@@ -55,8 +55,15 @@ def test_run_prints_the_estimate_first_and_checks_the_actual_cost_after(corpus, 
     assert out.startswith("estimated cost before the run")
     match = re.search(r"total: \$(\d+\.\d+) – \$(\d+\.\d+)", out)
     assert match and 0 < float(match[1]) < float(match[2])
-    # the fake server's replies are tiny (12 tokens in): the check says so, honestly
-    assert re.search(r"actual cost \$\d+\.\d+: below the estimate", out)
+    # afterwards: the actual cost (the gateway's 0.0005 per answer + the table's price of the
+    # tool turns) placed against the range, in words that match the numbers
+    check = re.search(r"actual cost \$(\d+\.\d+): (within|below|above) the estimate "
+                      r"\$(\d+\.\d+) – \$(\d+\.\d+)", out)
+    assert check, out
+    actual, low, high = float(check[1]), float(check[3]), float(check[4])
+    assert actual >= 6 * 0.0005
+    assert check[2] == ("within" if low <= actual <= high else
+                        "below" if actual < low else "above")
 
 
 def test_unknown_cost_is_unknown_in_the_cli_summary_never_zero():
