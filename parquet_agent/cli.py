@@ -21,6 +21,7 @@ _COMMAND_MODULES = (
     "parquet_agent.experiment_commands",
     "parquet_agent.report.commands",
     "parquet_agent.bench.commands",
+    "parquet_agent.audit.commands",
 )
 
 
