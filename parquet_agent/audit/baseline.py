@@ -130,7 +130,8 @@ def _completeness(column: str, profile: dict, ref: dict | None) -> list[dict]:
 def _uniqueness(column: str, profile: dict, ref: dict | None) -> list[dict]:
     basis = ref or profile
     present = basis["rows"] - basis["nulls"]
-    if _long(profile) or present < 20 or basis["distinct_approx"] < KEY_LIKE * present:
+    identifier = profile["type"] == "VARCHAR" or column.lower() == "id" or column.lower().endswith("_id")
+    if not identifier or _long(profile) or present < 20 or basis["distinct_approx"] < KEY_LIKE * present:
         return []
     c = q(column)
     return [_finding("uniqueness", [column], f"{column} is duplicated",

@@ -93,7 +93,9 @@ def plant(source: str | Path, out: str | Path, *, seed: int = 0, rate: float = 0
     tables = {f.name: pq.read_table(dataset.root / f.name) for f in dataset.snapshot.files}
     rows = {name: t.to_pylist() for name, t in tables.items()}
     names = sorted(rows)
-    halved, retyped = names[-1], names[0]
+    retyped = names[0]
+    # halve the largest file (a file already short would hide the planted volume defect)
+    halved = max(names[1:], key=lambda n: (len(rows[n]), n))
     total = sum(len(r) for r in rows.values())
     k = max(1, round(rate * total))
     defects = FILINGS_DEFECTS if dataset.is_filings else _generic_defects(dataset)

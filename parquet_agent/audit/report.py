@@ -9,7 +9,7 @@ It is the fold of `journal/audit.jsonl` (the source of truth) plus `manifest.jso
 against the previous run of the same lineage comes from the `history_checked` event (every
 open finding of that run re-counted on this snapshot) and this run's findings:
 new / resolved / regressed / unchanged / not re-checked. `write_exports` writes
-`findings.json` and `findings.csv` into the run folder.
+`findings.json`, `findings.csv` and `report.html` (`html.py`) into the run folder.
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def _diff(state: AuditState) -> dict[str, list]:
 
 
 def write_exports(report: AuditReport) -> None:
-    """findings.json (the report as JSON) and findings.csv into the run folder."""
+    """findings.json (the report as JSON), findings.csv and report.html into the run folder."""
     data = report.to_json()
     atomic_write_bytes(report.run_dir / "findings.json",
                        json.dumps(data, ensure_ascii=False, indent=1, default=str).encode())
@@ -162,3 +162,6 @@ def write_exports(report: AuditReport) -> None:
     for finding in report.findings:
         writer.writerow(_row(finding))
     atomic_write_bytes(report.run_dir / "findings.csv", buffer.getvalue().encode())
+    from parquet_agent.audit.html import render
+
+    atomic_write_bytes(report.run_dir / "report.html", render(report))

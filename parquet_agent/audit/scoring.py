@@ -6,7 +6,9 @@ A finding matches a planted defect when the categories are equal, their columns 
 covers at least half the defect's rows (counted in the sandbox: the finding's predicate AND the
 defect's row keys) or, for a defect without rows (a changed type), names one of its files in its
 evidence. Findings whose key also appears in `clean` (the same audit of the unplanted copy, same
-lineage) were there before planting and are left out. Precision counts findings, recall counts
+lineage) were there before planting and are left out, unless they match a planted defect (a
+blind rule that already fired on the clean copy, e.g. one empty text, still finds the planted
+empty texts). Precision counts findings, recall counts
 defects.
 """
 
@@ -68,15 +70,18 @@ def load_manifest(path: str | Path) -> dict[str, Any]:
 def score(report: AuditReport, manifest: dict[str, Any], *, clean: AuditReport | None = None,
           dataset_dir: str | Path | None = None) -> Score:
     before = {f.key for f in clean.findings} if clean is not None else set()
-    findings = [f for f in report.findings if f.key not in before]
     root = dataset_dir or json.loads((report.run_dir / "manifest.json").read_text())["dataset_root"]
     dataset = Dataset.open(root, report.lineage)
     defects = manifest["defects"]
     matches: dict[str, list[str]] = {}
     with AuditTools.open(dataset) as tools:
-        for finding in findings:
+        for finding in report.findings:
             matches[finding.key] = [d["id"] for d in defects if _matches(finding, d, tools)]
-    return Score(*_tables(findings, defects, matches), matches, tuple(sorted(before)))
+    # a finding already on the clean copy is not a false positive; it still counts when it
+    # covers a planted defect (e.g. 1 empty text before planting, 21 after)
+    excluded = sorted(k for k in before if not matches.get(k))
+    findings = [f for f in report.findings if f.key not in excluded]
+    return Score(*_tables(findings, defects, matches), matches, tuple(excluded))
 
 
 def _matches(finding: Finding, defect: dict, tools: AuditTools) -> bool:

@@ -35,6 +35,16 @@ def planted(tmp_path_factory):
     return root, clean, root / "dirty", manifest
 
 
+@pytest.fixture(scope="module")
+def audits(planted, tmp_path_factory):
+    """The clean and the planted copy audited once by the baseline (same lineage, one store)."""
+    root = tmp_path_factory.mktemp("audits")
+    store = FindingsStore.open(root / "findings.sqlite")
+    before = Auditor(store=store).run(planted[1], run_dir=root / "a0", lineage="filings")
+    after = Auditor(store=store).run(planted[2], run_dir=root / "a1", lineage="filings")
+    return root, store, before, after
+
+
 def test_planter_writes_a_ground_truth_manifest(planted):
     root, clean, dirty, manifest = planted
     assert load_manifest(dirty) == manifest
@@ -51,12 +61,10 @@ def test_planter_writes_a_ground_truth_manifest(planted):
         plant(clean, dirty, seed=3)
 
 
-def test_baseline_scores_diffs_and_sees_a_repair_resolved(planted, tmp_path):
+def test_baseline_scores_diffs_and_sees_a_repair_resolved(planted, audits, tmp_path):
     root, clean, dirty, manifest = planted
-    store = FindingsStore.open(tmp_path / "findings.sqlite")
-    before = Auditor(store=store).run(clean, run_dir=tmp_path / "a0", lineage="filings")
+    runs, store, before, after = audits
     assert before.status == "complete" and before.findings == ()
-    after = Auditor(store=store).run(dirty, run_dir=tmp_path / "a1", lineage="filings")
     assert after.status == "complete" and after.previous_run == "a0"
     result = score(after, manifest, clean=before)
     assert result.overall["precision"] == 1.0 and result.overall["recall"] >= 0.6
@@ -84,7 +92,7 @@ def test_baseline_scores_diffs_and_sees_a_repair_resolved(planted, tmp_path):
     # exports
     exported = json.loads((tmp_path / "a2" / "findings.json").read_text())
     assert exported["schema_version"] == 1 and exported["diff"]["resolved"] == [md5_key]
-    assert (tmp_path / "a1" / "findings.csv").read_text().count("\n") == len(after.findings) + 1
+    assert (runs / "a1" / "findings.csv").read_text().count("\n") == len(after.findings) + 1
     assert [r["run_id"] for r in store.reopen().runs("filings")] == ["a0", "a1", "a2"]
 
 
@@ -167,7 +175,7 @@ class _Counting:
         return self.inner.complete(request, sink)
 
 
-def test_resume_after_kill_9_pays_no_model_call_twice(planted, tmp_path):
+def test_resume_after_kill_9_pays_no_model_call_twice(planted, audits, tmp_path):
     root, clean, dirty, manifest = planted
     run_dir = tmp_path / "run"
     journal = run_dir / "journal" / "audit.jsonl"
@@ -189,8 +197,7 @@ def test_resume_after_kill_9_pays_no_model_call_twice(planted, tmp_path):
     steps = [e.data["step"] for e in read_journal(journal).events if e.event == "step_model"]
     assert steps == list(range(1, len(steps) + 1))  # each step asked the model exactly once
     assert model.calls == len(steps) - len(before)
-    fresh = Auditor().run(dirty, run_dir=tmp_path / "fresh", lineage="filings")
-    assert {f.key for f in fresh.findings} == {f.key for f in report.findings}
+    assert {f.key for f in audits[3].findings} == {f.key for f in report.findings}
 
 
 def test_a_run_folder_is_not_reused_and_resume_needs_one(planted, tmp_path):
@@ -203,10 +210,39 @@ def test_a_run_folder_is_not_reused_and_resume_needs_one(planted, tmp_path):
         Auditor().run(clean, run_dir=tmp_path / "y", resume=True)
 
 
-def test_report_loads_from_the_folder_alone(planted, tmp_path):
-    root, clean, dirty, manifest = planted
-    report = Auditor().run(dirty, run_dir=tmp_path / "r", lineage="filings")
-    again = AuditReport.load(tmp_path / "r")
+def test_report_loads_from_the_folder_alone(audits):
+    report = audits[3]
+    again = AuditReport.load(report.run_dir)
     assert again.to_json() == report.to_json()
     frame = again.findings_df()
     assert list(frame["key"]) == [f.key for f in report.findings] and (frame["count"] > 0).all()
+
+
+def test_report_html_shows_findings_sql_gates_and_diff_and_escapes_everything(audits, planted):
+    report = audits[3]
+    page = (report.run_dir / "report.html").read_text()
+    assert "Content-Security-Policy" in page and "<script" not in page
+    for finding in report.findings:
+        assert finding.key in page
+    assert "count SQL" in page and "gate records" in page and "Dismissed (" in page
+    assert "Diff against a0" in page and "Every evaluation" in page
+    # hostile text from the data is escaped: a planted value cannot open a tag
+    from dataclasses import replace
+
+    from parquet_agent.audit.html import render
+
+    hostile = replace(report.findings[0], title="<img src=x onerror=alert(1)>")
+    text = render(replace(report, findings=(hostile,))).decode()
+    assert "<img" not in text and "&lt;img src=x" in text
+
+
+def test_findings_explorer_tabs(audits):
+    from parquet_agent.audit.explorer import FindingsExplorer
+
+    report = audits[3]
+    ex = FindingsExplorer(report.run_dir)
+    assert ex.tabs.titles == ("Findings", "Dismissed", "Diff", "Evaluations", "Steps")
+    last = report.findings[-1]
+    ex.finding.value = last.key
+    assert last.key in ex.detail.value and "count SQL" in ex.detail.value
+    assert str(last.evidence.count) in ex.detail.value
