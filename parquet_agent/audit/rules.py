@@ -52,7 +52,7 @@ class ActionRules:
         if tool != "conclude" and call_signature(tool, args) in subject["previous"]:
             return "FAIL", "this exact call was already made; its result is in the state"
         if tool == "run_query":
-            return _query_rules(args["sql"], subject["long_text"])
+            return query_rules(args["sql"], subject["long_text"])
         return "PASS", "valid"
 
 
@@ -83,7 +83,8 @@ def _argument_problem(tool: str, args: dict[str, Any], columns: list[str]) -> st
     return None
 
 
-def _query_rules(sql: str, long_text: list[str]) -> tuple[str, str]:
+def query_rules(sql: str, long_text: list[str]) -> tuple[str, str]:
+    """(verdict, critique) of one SELECT: the SQL gate, narrowed scans, whole long cells."""
     con = duckdb.connect(":memory:")
     try:
         parse_select(con, sql)
@@ -141,7 +142,7 @@ def _scanned_text_columns(tree: Any, long_text: set[str]) -> set[str]:
     for node in _walk(tree):
         name = str(node.get("function_name", "")).lower()
         if node.get("class") == "FUNCTION" and name in SCAN_FUNCTIONS:
-            scanned |= _column_names(node.get("children", [])) & long_text
+            scanned |= _column_names(node.get("arguments") or node.get("children") or []) & long_text
     return scanned
 
 
