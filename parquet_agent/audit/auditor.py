@@ -156,7 +156,10 @@ class _Session:
         concluded = self.state.concluded
         if concluded and (concluded["verdict"] != "FAIL" or self.config.run_policy == "accept"):
             return True
-        return self.state.next_step > self.config.max_steps or self.state.finished is not None
+        left = self.state.budget_left(self.config)
+        spent = any(left[k] is not None and left[k] <= 0 for k in ("tokens", "cost_usd"))
+        # a spent token or cost budget stops asking the model at all (each ask would cost more)
+        return spent or self.state.next_step > self.config.max_steps or self.state.finished is not None
 
     # -- one step -----------------------------------------------------------------------------
 
@@ -275,8 +278,9 @@ class _Session:
         verdict = self._conclude(n, {})  # the budget ran out: the run gate still records coverage
         self.record(StepDone(n, "conclude", {}, "PASS", verdict["verdict"] != "FAIL",
                              critique=verdict["critique"] or None, conclude=verdict))
-        self.record(AuditFinished("incomplete", f"the step budget ({self.config.max_steps}) ran "
-                                  f"out before the run gate passed; run gate {verdict['verdict']}"))
+        left = {k: v for k, v in self.state.budget_left(self.config).items() if v is not None and v <= 0}
+        self.record(AuditFinished("incomplete", f"the budget ran out ({', '.join(left) or 'steps'}) "
+                                  f"before the run gate passed; run gate {verdict['verdict']}"))
 
 
 def _own_sql(finding: Finding) -> tuple[str | None, str | None, str | None]:

@@ -87,6 +87,8 @@ def test_baseline_scores_diffs_and_sees_a_repair_resolved(planted, audits, tmp_p
     md5_key = next(f.key for f in after.findings if f.columns == ("md5", "parsed_md"))
     assert third.diff["resolved"] == [md5_key]
     recheck = next(r for r in third.rechecks if r["key"] == md5_key)
+    first_request = RawStore(tmp_path / "a2", writable=False).read(third.steps[0]["raw"][0])
+    assert b'\\"status\\":\\"resolved\\"' in first_request  # the history is given to the agent
     assert recheck["after"]["count"] == 0 and recheck["before"]["count"] > 0
     assert set(third.diff["unchanged"]) == {f.key for f in after.findings} - {md5_key}
     # exports
@@ -124,6 +126,7 @@ def test_scripted_run_exercises_every_verdict_at_every_gate(planted, tmp_path):
               predicate="md5 <> md5(parsed_md)"),                           # judge FAIL
         _call("conclude", summary="done"),                                  # run FAIL (coverage)
         _call("conclude", summary="done", skipped={c: "not looked at in this test" for c in others}),
+        '{"verdict": "PASS", "critique": "my own check: coverage as stated"}',  # `self` at the run gate
         "I am done.",  # never asked: the run ended at the accepted conclude
     ]
     judge = ScriptedModel([
@@ -133,7 +136,7 @@ def test_scripted_run_exercises_every_verdict_at_every_gate(planted, tmp_path):
         '{"verdict": "WARN", "critique": "coverage is thin: most categories skipped"}',
     ], name="judge")
     config = AuditConfig(gates={"action": ("rules",), "finding": ("rules", "judge"),
-                                "run": ("rules", "judge")})
+                                "run": ("rules", "self", "judge")})
     model = ScriptedModel(script, name="auditor")
     report = Auditor(config, model=model, judge=judge,
                      store=tmp_path / "f.sqlite").run(dirty, run_dir=tmp_path / "run")
@@ -161,8 +164,14 @@ def test_scripted_run_exercises_every_verdict_at_every_gate(planted, tmp_path):
     # the action FAIL put its critique into the next step's state; no tool ran for it
     second = json.loads(model.requests[1].messages[-1].text.split("\n", 1)[1])
     assert "DELETE" in second["critiques"][0] and second["queries"] == []
+    assert [e["evaluator"] for e in report.evaluations if e["gate"] == "run"] == [
+        "rules", "rules", "self", "judge"]
+    assert len(model.requests) == len(script) - 1  # the self critique was the auditor's own call
     shown = json.loads((tmp_path / "run" / "findings.json").read_text())
     assert shown["verdicts"] == counts
+    page = (tmp_path / "run" / "report.html").read_text()
+    assert all(f'<span class="{v}">{v}</span>' in page for v in ("PASS", "WARN", "FAIL"))
+    assert "documented property" in page and "coverage is thin" in page
 
 
 class _Counting:

@@ -67,3 +67,12 @@ def test_hostile_actions_stay_in_the_sandbox(filings_dir, tmp_path):
     assert "evidence could not be computed" in report.dismissed[0]["dismissed_reason"]
     assert fourth["gate"] == "FAIL" and "exactly one tool call" in fourth["critique"]
     assert report.status == "complete" and report.coverage["run_gate"] == "FAIL"
+
+
+def test_a_spent_budget_ends_the_run_as_incomplete(filings_dir, tmp_path):
+    model = ScriptedModel(lambda request: {"text": "look", "tool_calls": [
+        {"name": "get_stats", "arguments": {"column": "month"}}]})
+    report = Auditor(AuditConfig(max_steps=3), model=model).run(filings_dir, run_dir=tmp_path / "r")
+    assert report.status == "incomplete" and "budget ran out (steps)" in report.reason
+    assert len(model.requests) == 3 and report.coverage["run_gate"] == "FAIL"
+    assert [s["gate"] for s in report.steps[:3]] == ["PASS", "FAIL", "FAIL"]  # repeats refused
