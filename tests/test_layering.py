@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("report", ("parquet_agent.report",)),
     ("experiment", ("parquet_agent.experiment",)),
     ("explore", ("parquet_agent.explore",)),
+    ("audit", ("parquet_agent.audit",)),
     ("cli", ("parquet_agent.cli", "parquet_agent.__main__",
              "parquet_agent.case_audit", "parquet_agent.bench",
              "parquet_agent.experiment_commands")),

@@ -42,7 +42,7 @@ from parquet_agent.audit.tools import AuditTools
 from parquet_agent.errors import ModelCallError, RunError, UsageError
 from parquet_agent.models.protocol import Model, ModelResult
 from parquet_agent.store.blobs import RawStore
-from parquet_agent.store.files import WriterLock, atomic_write_bytes
+from parquet_agent.files import WriterLock, atomic_write_bytes
 from parquet_agent.store.journal import Journal, read_journal
 
 SCHEMA_VERSION = 1

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import ipywidgets as W
 
-from parquet_agent.audit.html import _e, _evaluations, _finding, _table
+from parquet_agent.audit.html import escape_text, evaluations_table, finding_html, table_html
 from parquet_agent.audit.report import AuditReport
 
 TITLES = ("Findings", "Dismissed", "Diff", "Evaluations", "Steps")
@@ -32,22 +32,22 @@ class FindingsExplorer(W.VBox):
         self.detail = W.HTML()
         self.finding.observe(self._on_pick, names="value")
         dismissed = W.HTML("".join(
-            f"<p><b>{_e(d.get('title'))}</b> ({_e(d.get('category'))}): "
-            f"{_e(d.get('dismissed_reason'))}</p>" for d in r.dismissed) or "<p>none</p>")
-        diff = W.HTML(_table([{"status": s, "count": len(k), "keys": ", ".join(k)}
-                              for s, k in r.diff.items()]) + _table(list(r.rechecks)))
-        evaluations = W.HTML(_evaluations(r.evaluations))
-        steps = W.HTML(_table([{k: s.get(k) for k in ("step", "tool", "arguments", "gate", "ok",
+            f"<p><b>{escape_text(d.get('title'))}</b> ({escape_text(d.get('category'))}): "
+            f"{escape_text(d.get('dismissed_reason'))}</p>" for d in r.dismissed) or "<p>none</p>")
+        diff = W.HTML(table_html([{"status": s, "count": len(k), "keys": ", ".join(k)}
+                              for s, k in r.diff.items()]) + table_html(list(r.rechecks)))
+        evaluations = W.HTML(evaluations_table(r.evaluations))
+        steps = W.HTML(table_html([{k: s.get(k) for k in ("step", "tool", "arguments", "gate", "ok",
                                                       "confidence", "critique")} for s in r.steps]))
         self.tabs = W.Tab(children=[W.VBox([self.finding, self.detail]), dismissed, diff,
                                     evaluations, steps])
         self.tabs.titles = TITLES
-        header = W.HTML(f"<b>audit {_e(r.run_id)}</b> of {_e(r.lineage)}: {_e(r.status)} — "
+        header = W.HTML(f"<b>audit {escape_text(r.run_id)}</b> of {escape_text(r.lineage)}: {escape_text(r.status)} — "
                         f"{len(r.findings)} findings, {len(r.dismissed)} dismissed, "
-                        f"gates {_e(r.verdict_counts())}")
+                        f"gates {escape_text(r.verdict_counts())}")
         super().__init__([header, self.tabs], **kwargs)
         self._on_pick({"new": self.finding.value})
 
     def _on_pick(self, change: dict) -> None:
         key = change["new"]
-        self.detail.value = _finding(self.report.finding(key)) if key else "<p>no findings</p>"
+        self.detail.value = finding_html(self.report.finding(key)) if key else "<p>no findings</p>"

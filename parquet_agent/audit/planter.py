@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from parquet_agent.audit.dataset import Dataset
 from parquet_agent.errors import UsageError
-from parquet_agent.store.files import atomic_write_bytes
+from parquet_agent.files import atomic_write_bytes
 
 SCHEMA_VERSION = 1
 RATES = (0.001, 0.01, 0.05)

@@ -24,7 +24,7 @@ from typing import Any
 from parquet_agent.audit.finding import Finding
 from parquet_agent.audit.state import AuditState
 from parquet_agent.errors import UsageError
-from parquet_agent.store.files import atomic_write_bytes
+from parquet_agent.files import atomic_write_bytes
 from parquet_agent.store.journal import read_journal
 
 SCHEMA_VERSION = 1
