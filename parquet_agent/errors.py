@@ -13,7 +13,9 @@
     │   └── ScriptExhaustedError      a ScriptedModel was asked for more replies than it holds
     ├── RunError                      a run folder that cannot be started or resumed as asked
     │   └── ResumeRefusedError        code, config or corpus changed since the run was frozen
-    └── ExportError                   a run folder the exporter cannot read
+    ├── ExportError                   a run folder the exporter cannot read
+    └── EngineError                   Ray missing or unreachable, no usable node, a node's
+                                      corpus differing from the snapshot (names node and file)
 
 Tool failures are not exceptions: a tool returns a value with an error kind from the closed set
 in `parquet_agent.tools` (`sql`, `timeout`, `memory`, `cpu`, `worker_crashed`, `budget`,
@@ -82,3 +84,8 @@ class ResumeRefusedError(RunError):
 
 class ExportError(ParquetAgentError):
     """A run folder the exporter cannot read."""
+
+
+class EngineError(ParquetAgentError):
+    """The engine cannot run the cases as asked: Ray missing or unreachable, no usable node,
+    or a node whose corpus differs from the run's snapshot (the message names node and file)."""

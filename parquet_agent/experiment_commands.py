@@ -8,6 +8,7 @@ judged by the rubric judge, over every sample question. It needs no network and 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -22,6 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--run-dir", type=Path, help="the run folder (default: a new one in runs_dir)")
     run.add_argument("--resume", action="store_true", help="finish the run in --run-dir")
     run.add_argument("--cache-policy", choices=("on", "off"), help="override [limits].cache")
+    run.add_argument("--engine", choices=("local", "ray"),
+                     help="where cases run (default: the config's [engine] kind, else local); "
+                     "ray needs parquet_agent[ray] and a running cluster")
     run.add_argument("--quiet", action="store_true", help="no progress line")
     run.set_defaults(handler=_run)
 
@@ -39,6 +43,9 @@ def _run(args: argparse.Namespace) -> int:
     from parquet_agent.experiment import Experiment
 
     experiment = Experiment.from_toml(args.config, progress=not args.quiet)
+    if args.engine is not None:
+        config = experiment.config
+        experiment.config = replace(config, engine=replace(config.engine, kind=args.engine))
     run = experiment.run(args.run_dir, resume=args.resume, cache_policy=args.cache_policy)
     _print_result(run)
     return 0
