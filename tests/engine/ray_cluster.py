@@ -19,6 +19,7 @@ import psutil
 
 RAY = str(Path(sys.executable).with_name("ray"))
 OBJECT_STORE_BYTES = 80 * 1024 * 1024
+START_ATTEMPTS = 3
 
 
 def free_port() -> int:
@@ -48,40 +49,52 @@ class LocalRayCluster:
     def start(self) -> "LocalRayCluster":
         common = ["--num-cpus", str(self.cpus), "--object-store-memory", str(OBJECT_STORE_BYTES),
                   "--disable-usage-stats", "--block", "--node-ip-address", "127.0.0.1"]
-        env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
         try:
-            self._spawn([RAY, "start", "--head", "--port", str(self.port), "--temp-dir",
-                         self.temp, "--include-dashboard", "false",
-                         "--node-name",
-                         self.names[0], "--dashboard-port", str(free_port()), *self._ports(),
-                         *common], env)
-            self.wait_for(1)
-            for name in self.names[1:]:
-                self._spawn([RAY, "start", "--address", self.address, "--node-name", name,
-                             *self._ports(), *common], env)
-            self.wait_for(self.nodes)
+            self._start_node(1, [RAY, "start", "--head", "--port", str(self.port), "--temp-dir",
+                                 self.temp, "--include-dashboard", "false", "--node-name",
+                                 self.names[0], "--dashboard-port", str(free_port())], common)
+            for i, name in enumerate(self.names[1:], 2):
+                self._start_node(i, [RAY, "start", "--address", self.address, "--node-name",
+                                     name], common)
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _spawn(self, argv: list[str], env: dict) -> None:
-        log = open(Path(self.temp) / f"start-{len(self.procs)}.log", "wb")
-        self.procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                           start_new_session=True))
+    def _start_node(self, alive: int, argv: list[str], common: list[str]) -> None:
+        """Start one node; retried: Ray gives a raylet 30 s to register, too little under load."""
+        env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+        name = argv[argv.index("--node-name") + 1]
+        for attempt in range(START_ATTEMPTS):
+            proc = self._spawn([*argv, *self._ports(), *common], env)
+            try:
+                self.wait_for(alive, proc)
+                return
+            except RuntimeError:
+                if attempt == START_ATTEMPTS - 1:
+                    raise
+                # a raylet that came up too late (for the head: its GCS too)
+                for leftover in self.node_processes(name) if alive > 1 else self._ours():
+                    leftover.kill()
 
-    def wait_for(self, n: int, timeout: float = 120.0) -> None:
-        """Until `n` nodes are alive (polled with the ray CLI's status, no driver needed)."""
+    def _spawn(self, argv: list[str], env: dict) -> subprocess.Popen:
+        log = open(Path(self.temp) / f"start-{len(self.procs)}.log", "wb")
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
+        self.procs.append(proc)
+        return proc
+
+    def wait_for(self, n: int, proc: subprocess.Popen, timeout: float = 180.0) -> None:
+        """Until `n` nodes are alive (asked from a short-lived driver process)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             out = subprocess.run([sys.executable, "-c", _ALIVE, self.address],
                                  capture_output=True, text=True)
             if out.returncode == 0 and out.stdout.strip().isdigit() and int(out.stdout) >= n:
                 return
-            for p in self.procs:
-                if p.poll() is not None:
-                    raise RuntimeError(f"ray start exited {p.returncode}: "
-                                       + self.logs()[-3000:])
+            if proc.poll() is not None:
+                raise RuntimeError(f"ray start exited {proc.returncode}: "
+                                   + self.logs()[-3000:])
             time.sleep(1.0)
         raise TimeoutError(f"{n} Ray node(s) not alive after {timeout}s: " + self.logs()[-3000:])
 
@@ -97,6 +110,11 @@ class LocalRayCluster:
                 out.append(proc)
         return out
 
+    def _ours(self) -> list[psutil.Process]:
+        """Every process started for this cluster (their command lines name its temp dir)."""
+        return [proc for proc in psutil.process_iter(["cmdline"])
+                if self.temp in " ".join(proc.info["cmdline"] or [])]
+
     def stop(self) -> None:
         for p in self.procs:
             if p.poll() is None:
@@ -107,9 +125,7 @@ class LocalRayCluster:
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
         # whatever outlived its `ray start` (workers re-parented to init): ours by temp dir
-        leftovers = [proc for proc in psutil.process_iter(["cmdline"])
-                     if self.temp in " ".join(proc.info["cmdline"] or [])]
-        for proc in leftovers:
+        for proc in self._ours():
             try:
                 proc.kill()
             except psutil.Error:
