@@ -48,7 +48,9 @@ class GridScript:
                 "sql", {"query": "SELECT count(*) AS n FROM filings"}, id=f"s{turn}"),),
                 cost=0.001)
         if turn == 2:
-            like = (company.split()[0] if company else "revenue").replace("'", "")
+            # the company's first word, else the question's longest word: one scan per question
+            words = re.findall(r"[A-Za-z]{4,}", str(user))
+            like = company.split()[0] if company else max(words, key=len, default="revenue")
             return FakeReply(tool_calls=(FakeToolCall("sql", {"query": (
                 "SELECT file_stem, length(parsed_md) AS chars FROM filings "
                 f"WHERE parsed_md LIKE '%{like}%' ORDER BY file_stem")}, id=f"t{turn}"),),
