@@ -79,6 +79,7 @@ def _q(values: list[float], p: float) -> float | None:
 def _measure(run, wall_s: float, peak: int) -> dict:
     tools = run.tool_calls_df()
     data = tools[tools["name"] == "sql"]
+    scans = data[~data["cache_hit"].astype(bool)]  # the calls that reached a sandbox worker
     cases = run.cases_df()
     finished = [e for e in run.run_events() if e.event == "run_finished"][-1].data
     out = {
@@ -88,7 +89,13 @@ def _measure(run, wall_s: float, peak: int) -> dict:
         "data_queue_ms_p95": _q(list(data["queue_ms"]), 0.95),
         "data_run_ms_median": _q(list(data["run_ms"]), 0.5),
         "data_run_ms_p95": _q(list(data["run_ms"]), 0.95),
-        "data_calls": len(data), "peak_pss_mib": round(peak / 2**20, 1),
+        "data_calls": len(data), "data_calls_uncached": len(scans),
+        "uncached_queue_ms_median": _q(list(scans["queue_ms"]), 0.5),
+        "uncached_queue_ms_p95": _q(list(scans["queue_ms"]), 0.95),
+        "uncached_run_ms_median": _q(list(scans["run_ms"]), 0.5),
+        "uncached_run_ms_p95": _q(list(scans["run_ms"]), 0.95),
+        "uncached_run_s_total": round(float(scans["run_ms"].sum()) / 1000, 1),
+        "peak_pss_mib": round(peak / 2**20, 1),
         "verify_ok": run.verify().ok,
     }
     engine = finished.get("engine")
