@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from parquet_agent.experiment import Experiment  # noqa: E402
-from parquet_agent.experiment_commands import ensure_sample  # noqa: E402
+from parquet_agent.corpus.sample import ensure_sample  # noqa: E402
 from parquet_agent.models.fakes import openai_server  # noqa: E402
 from tests.engine.grid import GridScript, write_config  # noqa: E402
 

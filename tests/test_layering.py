@@ -26,8 +26,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tools", ("parquet_agent.tools",)),
     ("transcript", ("parquet_agent.transcript",)),
     ("agent", ("parquet_agent.agent", "parquet_agent.judge", "parquet_agent.limits")),
-    ("config", ("parquet_agent.experiment_config",)),
+    # the `[engine]` table is part of the config; the engines run above the store
+    ("config", ("parquet_agent.experiment_config", "parquet_agent.engine.config")),
     ("store", ("parquet_agent.store",)),
+    ("engine", ("parquet_agent.engine",)),
     ("report", ("parquet_agent.report",)),
     ("experiment", ("parquet_agent.experiment",)),
     ("explore", ("parquet_agent.explore",)),
