@@ -117,17 +117,19 @@ def plant(source: str | Path, out: str | Path, *, seed: int = 0, rate: float = 0
     records.append({"id": "half_file", "category": "volume", "columns": ["_file"],
                     "operation": f"{halved} cut to its first {kept} rows",
                     "rows": [[halved, i] for i in range(kept)], "files": [halved], "seed": seed})
-    retype_column = "year" if dataset.is_filings else _numeric_column(dataset)
+    retype_column = "year" if dataset.is_filings else _retype_column(dataset)
     records.append({"id": "type_change", "category": "schema_drift", "columns": [retype_column],
-                    "operation": f"{retype_column} written as text in {retyped}", "rows": [],
+                    "operation": f"{retype_column} written with another type in {retyped}", "rows": [],
                     "files": [retyped], "seed": seed})
     out.mkdir(parents=True, exist_ok=True)
     for name in names:
         table = pa.Table.from_pylist(rows[name], schema=tables[name].schema)
         if name == retyped:
             index = table.schema.get_field_index(retype_column)
-            table = table.set_column(index, pa.field(retype_column, pa.string()),
-                                     table.column(retype_column).cast(pa.string()))
+            old_type = table.schema.field(retype_column).type
+            new_type = pa.large_string() if pa.types.is_string(old_type) else pa.string()
+            table = table.set_column(index, pa.field(retype_column, new_type),
+                                     table.column(retype_column).cast(new_type))
         pq.write_table(table, out / name)
     for extra in ("questions.jsonl",):
         if (dataset.root / extra).exists():
@@ -161,6 +163,17 @@ def _numeric_column(dataset: Dataset) -> str:
         if kind.startswith(("int", "uint", "double", "float")):
             return name
     raise UsageError(f"{dataset.root}: the generic planter needs a numeric column")
+
+
+def _retype_column(dataset: Dataset) -> str:
+    """A text column (written as large_string: a writer change) when there is one, so the
+    numeric column keeps its type for the other defects; else the numeric one, as text."""
+    numeric = _numeric_column(dataset)
+    first = dataset.columns[0][0]
+    for name, kind in dataset.columns:
+        if kind == "string" and name != first:
+            return name
+    return numeric
 
 
 def _generic_defects(dataset: Dataset) -> tuple[Defect, ...]:
