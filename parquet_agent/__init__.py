@@ -7,6 +7,7 @@ every answer with an independent model, and audit any case down to the bytes on 
 
     tools = Tools.open("data/sample", strategy="sql+stream")
     tools.call("search_headers", query="Northwind")
+    report = Auditor().run("data/sample")          # the data-quality auditor (offline baseline)
     run = Experiment.from_toml("configs/demo.toml").run()
     run.summary()
 
@@ -24,10 +25,13 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "Agent": "parquet_agent.agent",
     "AgentLimits": "parquet_agent.agent",
+    "AuditReport": "parquet_agent.audit.report",
+    "Auditor": "parquet_agent.audit.auditor",
     "CaseExplorer": "parquet_agent.explore",
     "CorpusSnapshot": "parquet_agent.corpus.snapshot",
     "Experiment": "parquet_agent.experiment",
     "ExperimentConfig": "parquet_agent.experiment_config",
+    "FindingsStore": "parquet_agent.audit.store",
     "Judge": "parquet_agent.judge",
     "ParquetAgentError": "parquet_agent.errors",
     "RunStore": "parquet_agent.store",

@@ -24,6 +24,7 @@ _COMMAND_MODULES = (
     "parquet_agent.report.commands",
     "parquet_agent.bench.commands",
     "parquet_agent.lab",
+    "parquet_agent.audit.commands",
 )
 
 

@@ -15,7 +15,9 @@
     │   ├── ResumeRefusedError        code, config or corpus changed since the run was frozen
     │   └── HealthCheckError          a model failed its health call: the run stopped before
     │                                 any case (`--keep-going` runs anyway)
-    └── ExportError                   a run folder the exporter cannot read
+    ├── ExportError                   a run folder the exporter cannot read
+    └── EngineError                   Ray missing or unreachable, no usable node, a node's
+                                      corpus differing from the snapshot (names node and file)
 
     KeyboardInterrupt
     └── RunInterrupted                Ctrl-C during a run; carries the run folder to resume
@@ -100,3 +102,8 @@ class RunInterrupted(KeyboardInterrupt):
 
 class ExportError(ParquetAgentError):
     """A run folder the exporter cannot read."""
+
+
+class EngineError(ParquetAgentError):
+    """The engine cannot run the cases as asked: Ray missing or unreachable, no usable node,
+    or a node whose corpus differs from the run's snapshot (the message names node and file)."""

@@ -16,9 +16,6 @@ Order of events in `run`:
    recorded once; a changed or missing snapshotted file stops the run (SnapshotChangedError).
 4. Each case: agent loop (journaled turn by turn), then the judge, then `case_finished`. A case
    finished in an earlier session is never run again; an unfinished one replays its saved turns.
-   A circuit breaker per model: after `BREAKER_THRESHOLD` cases in a row whose model calls
-   failed (server down, refused connections), that model's remaining cases are not dispatched;
-   they stay unstarted, so a resume runs them.
 5. The run journal gets `run_finished` with wall time and the process tree's peak memory; the
    exports are (re)built when the exporter is installed. Ctrl-C raises `RunInterrupted`
    (a KeyboardInterrupt) that names the run folder.
@@ -31,7 +28,6 @@ import json
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
@@ -48,6 +44,7 @@ from parquet_agent.corpus.index import CorpusIndex
 from parquet_agent.corpus.manifest import MANIFEST_NAME, read_corpus_manifest
 from parquet_agent.corpus.questions import QuestionSet, load_questions
 from parquet_agent.corpus.snapshot import CorpusSnapshot
+from parquet_agent.engine import CaseEngine, open_engine
 from parquet_agent.errors import (
     ConfigError,
     CorpusError,
@@ -73,7 +70,7 @@ from parquet_agent.models.protocol import (
 )
 from parquet_agent.models.spec import ModelSpec
 from parquet_agent.progress import Progress
-from parquet_agent.run_watch import Breaker, DriftWatch, TreeMemory
+from parquet_agent.run_watch import DriftWatch, TreeMemory
 from parquet_agent.store import (
     CaseFailed,
     CaseFinished,
@@ -93,7 +90,6 @@ from parquet_agent.tools import Tools
 
 MAX_LOOKUPS = 20  # cited spans looked up per answer, for the judge's deterministic checks
 MAX_SPAN_CHARS = 4000
-BREAKER_THRESHOLD = 3  # cases in a row with failed model calls before a model is stopped
 
 
 def build_model_or_judge(spec: ModelSpec, env: Mapping[str, str] | None) -> Model:
@@ -152,21 +148,27 @@ class Experiment:
                             data_workers=config.limits.data_workers, snapshot=snapshot)
         tools: dict[str, Any] = {s: NoTools() if s == NO_TOOLS else reader.for_strategy(s)
                                  for s in config.strategies}
+        engine: CaseEngine | None = None
         try:
             hashes = _prompt_hashes(tools) | _input_hashes(config)
+            # a Ray engine starts its nodes here: each checks its corpus against `snapshot`
+            engine = open_engine(config, snapshot, env=self.env)
             frozen = freeze(
                 config, question_ids=question_ids, corpus_snapshot=snapshot.to_json(),
                 prompt_hashes=hashes,
                 # the mode that ran and why (e.g. no delegated cgroup v2 controllers here)
-                sandbox_mode=f"{reader.sandbox_mode}; cgroup {reader.sandbox_info()['cgroup']}")
+                sandbox_mode=f"{reader.sandbox_mode}; cgroup {reader.sandbox_info()['cgroup']}",
+                engine=engine.describe())
             run, allowed = self._open_run(config, frozen, run_dir, resume)
             try:
                 return self._execute(run, config, questions, question_ids, snapshot, models,
-                                     judge_model, tools, reader, scopes,
+                                     judge_model, tools, reader, scopes, engine,
                                      _Session(keep_going, retry_failed, allowed))
             finally:
                 run.close()
         finally:
+            if engine is not None:
+                engine.close()
             reader.close()
 
     def _open_run(self, config: ExperimentConfig, frozen: dict, run_dir: str | Path | None,
@@ -192,11 +194,13 @@ class Experiment:
     def _execute(self, run: Run, config: ExperimentConfig, questions: QuestionSet,
                  question_ids: tuple[str, ...], snapshot: CorpusSnapshot,
                  models: dict[str, Model], judge_model: Model, tools: dict[str, Tools],
-                 reader: Tools, scopes: dict[str, list[str]] | None, how: _Session) -> Run:
+                 reader: Tools, scopes: dict[str, list[str]] | None, engine: CaseEngine,
+                 how: _Session) -> Run:
         started = time.perf_counter()
         session = sum(1 for e in run.run_events() if e.event == "run_started")
         run_journal = run.run_journal()
         run_journal.append(RunStarted(session=session, pid=os.getpid(), resume=session > 0,
+                                      engine=engine.describe(),
                                       allowed_changes=how.allowed_changes,
                                       retry_failed=how.retry_failed))
         memory = TreeMemory()
@@ -214,38 +218,10 @@ class Experiment:
             progress = Progress(total=len(grid), done=len(grid) - len(todo),
                                 enabled=self.progress)
             drift = DriftWatch(snapshot, Path(config.corpus), run_journal)
-            judge = Judge(judge_model, max_attempts=config.limits.max_judge_attempts)
-            limits = config.limits.agent_limits()
-
-            breaker = Breaker(BREAKER_THRESHOLD)
-
-            def one(item: tuple[str, str, str]) -> float | None:
-                q, m, s = item
-                if breaker.is_open(m):  # not started: the case stays resumable
-                    return None
-                drift.check()
-                spec = config.model(m)
-                executor = tools[s]
-                if scopes is not None and s != NO_TOOLS:
-                    executor = executor.scoped(scopes[q])
-                agent = Agent(models[m], executor, limits=limits, settings=GenerationSettings(
-                    temperature=spec.temperature, reasoning_effort=spec.reasoning_effort,
-                    max_output_tokens=spec.max_output_tokens or 4096))
-                cost, call_failed = _run_case(run, session, agent, judge, reader, questions,
-                                              q, m, s)
-                breaker.record(m, call_failed, run.dir)
-                return cost
-
-            with ThreadPoolExecutor(max_workers=config.limits.case_workers,
-                                    thread_name_prefix="case") as pool:
-                futures = [pool.submit(one, item) for item in todo]
-                try:
-                    for future in as_completed(futures):
-                        progress.update(cost=future.result())
-                except BaseException:
-                    for f in futures:
-                        f.cancel()
-                    raise
+            plan = CasePlan(config, questions, scopes, session,
+                            run.manifest.get("manifest_hash"))
+            parts = CaseParts.build(config, models, judge_model, tools, reader)
+            engine.run_cases(run, plan, parts, todo, before_case=drift.check, progress=progress)
             progress.close()
         except KeyboardInterrupt as exc:
             status = "interrupted"
@@ -257,7 +233,7 @@ class Experiment:
             memory.stop()
             run_journal.append(RunFinished(
                 session=session, wall_ms=round((time.perf_counter() - started) * 1000, 1),
-                peak_rss_bytes=memory.peak, status=status))
+                peak_rss_bytes=memory.peak, status=status, engine=engine.figures()))
             if status != "finished":  # what happened so far, unfinished cases marked as such
                 _export_quietly(run.dir)
         _export_if_available(run.dir)
@@ -306,12 +282,74 @@ class _Session:
     allowed_changes: list[str] = field(default_factory=list)
 
 
-def _run_case(run: Run, session: int, agent: Agent, judge: Judge, reader: Tools,
-              questions: QuestionSet, question_id: str, model: str,
-              strategy: str) -> tuple[float | None, bool]:
-    """One case from start (or its saved state) to `case_finished`; returns its cost and
-    whether its model calls failed because the server was unreachable (what the circuit
-    breaker counts: a 400 is about one request, a refused connection about every one)."""
+@dataclass(frozen=True)
+class CasePlan:
+    """What every case of a session shares, whichever process runs it (picklable: an engine
+    sends it to its nodes)."""
+
+    config: ExperimentConfig
+    questions: QuestionSet
+    scopes: dict[str, list[str]] | None
+    session: int
+    manifest_hash: str | None
+
+    def open_parts(self, reader: Tools, env: Mapping[str, str] | None) -> CaseParts:
+        """This process's models, judge and strategy views over `reader` (a node's sandbox)."""
+        return CaseParts.open(self.config, reader, env)
+
+    def run_case(self, parts: CaseParts, run: Any, item: tuple[str, str, str],
+                 node: str | None = None) -> float | None:
+        return run_grid_case(self, parts, run, item, node)
+
+
+@dataclass(frozen=True)
+class CaseParts:
+    """The live objects one process runs cases with: its models, judge and tools."""
+
+    models: dict[str, Model]
+    judge: Judge
+    tools: dict[str, Any]  # strategy -> Tools view (NoTools for "none")
+    reader: Tools
+
+    @classmethod
+    def build(cls, config: ExperimentConfig, models: dict[str, Model], judge_model: Model,
+              tools: dict[str, Any], reader: Tools) -> CaseParts:
+        return cls(models, Judge(judge_model, max_attempts=config.limits.max_judge_attempts),
+                   tools, reader)
+
+    @classmethod
+    def open(cls, config: ExperimentConfig, reader: Tools,
+             env: Mapping[str, str] | None) -> CaseParts:
+        """Models, judge and strategy views over `reader` (a node's own sandbox)."""
+        models = {spec.name: build_model_or_judge(spec, env) for spec in config.models}
+        tools = {s: NoTools() if s == NO_TOOLS else reader.for_strategy(s)
+                 for s in config.strategies}
+        return cls.build(config, models, build_model_or_judge(config.judge, env), tools, reader)
+
+
+def run_grid_case(plan: CasePlan, parts: CaseParts, run: Any, item: tuple[str, str, str],
+                  node: str | None = None) -> float | None:
+    """Run one grid cell `(question_id, model, strategy)`; returns its cost (None: unknown).
+
+    `run` is the Run, or an engine's stand-in with the same `journal`, `replay`, `raw` and
+    `case_events` (a Ray node forwards every write to the driver's run folder)."""
+    q, m, s = item
+    config = plan.config
+    spec = config.model(m)
+    executor = parts.tools[s]
+    if plan.scopes is not None and s != NO_TOOLS:
+        executor = executor.scoped(plan.scopes[q])
+    agent = Agent(parts.models[m], executor, limits=config.limits.agent_limits(), settings=GenerationSettings(
+        temperature=spec.temperature, reasoning_effort=spec.reasoning_effort,
+        max_output_tokens=spec.max_output_tokens or 4096))
+    return _run_case(run, plan, agent, parts.judge, parts.reader, q, m, s, node)
+
+
+def _run_case(run: Any, plan: CasePlan, agent: Agent, judge: Judge, reader: Tools,
+              question_id: str, model: str, strategy: str,
+              node: str | None = None) -> float | None:
+    """One case from start (or its saved state) to `case_finished`; returns its cost."""
+    questions, session = plan.questions, plan.session
     cid = case_id(question_id, model, strategy)
     journal = run.journal(cid)
     replay = run.replay(cid)
@@ -319,18 +357,16 @@ def _run_case(run: Run, session: int, agent: Agent, judge: Judge, reader: Tools,
     reference = questions.reference(question_id)
     journal.append(CaseStarted(
         case_id=cid, question_id=question_id, model=model, strategy=strategy,
-        manifest_hash=run.manifest.get("manifest_hash"), session=session,
+        manifest_hash=plan.manifest_hash, session=session, node=node,
         question=questions.question(question_id).question,
         reference_answer=reference.reference_answer,
         gold_evidence=[e.to_json() for e in reference.gold_evidence]))
     try:
         outcome = agent.run(questions.question(question_id), case_id=cid, sink=run.raw,
                             journal=journal, replay=replay)
-        call_failed = (outcome.status == "failed" and outcome.error is not None
-                       and _server_unreachable(run, cid))
         if outcome.status == "failed" and outcome.retryable:
             journal.append(CaseFailed("ModelCallError", outcome.error or outcome.reason, True))
-            return outcome.cost_usd, call_failed
+            return outcome.cost_usd
         judge_cost = 0.0
         if outcome.answer is not None:
             judge_cost = _judge_case(run, journal, judge, reader, questions, question_id, cid,
@@ -342,23 +378,11 @@ def _run_case(run: Run, session: int, agent: Agent, judge: Judge, reader: Tools,
             status=outcome.status, reason=outcome.reason, answer=outcome.answer,
             tool_counts=counts, wall_ms=round((time.perf_counter() - t0) * 1000, 1)))
         if outcome.cost_usd is None or judge_cost is None:
-            return None, call_failed
-        return outcome.cost_usd + judge_cost, call_failed
+            return None
+        return outcome.cost_usd + judge_cost
     except Exception as exc:  # a bug or an unexpected failure: record it, keep the run going
         journal.append(CaseFailed(type(exc).__name__, str(exc)[:2000], False))
-        return None, False
-
-
-# attempt error kinds (models.retry) that mean the server itself is not there: refused or
-# dropped connections, timeouts, 5xx
-UNREACHABLE_KINDS = ("[network]", "[timeout]", "[http_5xx]")
-
-
-def _server_unreachable(run: Run, cid: str) -> bool:
-    """Whether the case's last answer attempt failed for want of a server."""
-    attempts = [e for e in run.case_events(cid, resolve=False) if e.event == "model_attempt"]
-    error = (attempts[-1].data.get("attempt") or {}).get("error") if attempts else None
-    return isinstance(error, str) and error.startswith(UNREACHABLE_KINDS)
+        return None
 
 
 def _judge_case(run: Run, journal, judge: Judge, reader: Tools, questions: QuestionSet,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -35,6 +36,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      "earlier attempts stay in the journal and the ledger)")
     run.add_argument("--keep-going", action="store_true",
                      help="run the cases even when a model fails its health check")
+    run.add_argument("--engine", choices=("local", "ray"),
+                     help="where cases run (default: the config's [engine] kind, else local); "
+                     "ray needs parquet_agent[ray] and a running cluster")
     run.add_argument("--quiet", action="store_true", help="no progress line")
     run.set_defaults(handler=_run)
 
@@ -62,6 +66,9 @@ def _run(args: argparse.Namespace) -> int:
     from parquet_agent.experiment import Experiment
 
     experiment = Experiment.from_toml(args.config, progress=not args.quiet)
+    if args.engine is not None:
+        config = experiment.config
+        experiment.config = replace(config, engine=replace(config.engine, kind=args.engine))
     command = ["parquet-agent", "run", str(args.config)]
     estimates = None
     if not args.resume:  # what the whole grid should cost, before the first call

@@ -31,6 +31,9 @@ Keys (the contract's keys, unchanged, plus documented optional ones):
   `cache` (`on|off`), and optional: `max_judge_attempts` (judge calls before a malformed
   judgment is recorded as unscored, 2), `max_case_tokens` and `max_case_cost_usd` (per-case
   caps, none by default). HTTP attempts per model call are the model's own `max_attempts`.
+- `[engine]` (optional): where cases run, `kind = "local"` (default) or `"ray"` with `address`,
+  `nodes`, `case_workers_per_node`, `data_workers_per_node`, `corpus`, `corpus_by_node` (see
+  `parquet_agent.engine.config`). It does not change results: a resume may use another engine.
 
 Relative paths resolve against the TOML file's folder (or `base_dir` for objects / dicts; the
 current directory when none is given). `to_dict()` is the JSON form frozen into the manifest;
@@ -53,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from parquet_agent.checks import check_keys, check_type, fail, join
+from parquet_agent.engine.config import ENGINE_KEYS, EngineConfig
 from parquet_agent.errors import ConfigError
 from parquet_agent.files import canonical_json, tagged_hash
 from parquet_agent.limits import AgentLimits
@@ -210,7 +214,7 @@ class Limits:
 
 _LIMIT_KEYS = tuple(f.name for f in fields(Limits) if not f.name.startswith("_"))
 _TOP_KEYS = ("name", "corpus", "questions", "sample", "strategies", "runs_dir", "models",
-             "judge", "limits", "scope")
+             "judge", "limits", "scope", "engine")
 
 
 @dataclass(frozen=True, init=False)
@@ -227,6 +231,7 @@ class ExperimentConfig:
     runs_dir: Path = Path("runs")
     limits: Limits = Limits()
     scope: Path | None = None  # JSON: {"scopes": {question_id: [file_stem, ...]}}
+    engine: EngineConfig = EngineConfig()  # where cases run (does not change results)
     base_dir: Path | None = field(default=None, compare=False)
     source: str = field(default="config", compare=False, repr=False)
 
@@ -235,8 +240,8 @@ class ExperimentConfig:
                  strategies: Sequence[str] = DEFAULT_STRATEGIES,
                  sample: Sample | str | Mapping[str, Any] = Sample(),
                  runs_dir: str | Path = Path("runs"), limits: Limits = Limits(),
-                 scope: str | Path | None = None, base_dir: str | Path | None = None,
-                 source: str = "config") -> None:
+                 scope: str | Path | None = None, engine: EngineConfig = EngineConfig(),
+                 base_dir: str | Path | None = None, source: str = "config") -> None:
         s = f"{source}:"
         check_type(f"{s} name", name, str, "a string")
         if not name.strip():
@@ -253,9 +258,10 @@ class ExperimentConfig:
         models = _checked_models(s, models, base)
         judge = validate_model(judge, f"{s} [judge]", judge=True)
         check_type(f"{s} [limits]", limits, Limits, "a Limits")
+        check_type(f"{s} [engine]", engine, EngineConfig, "an EngineConfig")
         _init_fields(self, name=name, **paths, models=models, judge=judge,
                      strategies=strategies, sample=sample, limits=limits, scope=scope,
-                     base_dir=base_dir, source=source)
+                     engine=engine, base_dir=base_dir, source=source)
 
     # -- loading --------------------------------------------------------------------------------
 
@@ -298,6 +304,10 @@ class ExperimentConfig:
             kwargs["runs_dir"] = data["runs_dir"]
         if "scope" in data:
             kwargs["scope"] = data["scope"]
+        if "engine" in data:
+            check_type(f"{s} [engine]", data["engine"], Mapping, "a table")
+            check_keys(f"{s} [engine]", data["engine"], ENGINE_KEYS)
+            kwargs["engine"] = EngineConfig.parse(data["engine"], f"{s} [engine]")
         return cls(name=data["name"], corpus=data["corpus"], questions=data["questions"],
                    models=models, judge=judge, sample=Sample.parse(data.get("sample", "all"),
                                                                    f"{s} sample"),
@@ -309,6 +319,8 @@ class ExperimentConfig:
     def to_dict(self) -> dict[str, Any]:
         """The JSON form frozen into the manifest (absolute paths; loads back with from_dict)."""
         optional = {"scope": str(self.scope)} if self.scope is not None else {}
+        if self.engine.kind != "local":  # a local run's config (and hash) stays as it was
+            optional["engine"] = self.engine.to_dict()
         return optional | {
             "name": self.name,
             "corpus": str(self.corpus),

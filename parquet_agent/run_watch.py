@@ -1,12 +1,11 @@
-"""Watchers a run keeps beside its cases: the per-model circuit breaker, the cheap corpus drift
-check before each case, and the process tree's peak memory.
+"""Watchers a run keeps beside its cases: the cheap corpus drift check before each case and
+the process tree's peak memory.
 
-All three are thread-safe (case workers call them concurrently) and hold no global state.
+Both are thread-safe (case workers call them concurrently) and hold no global state.
 """
 
 from __future__ import annotations
 
-import sys
 import threading
 from pathlib import Path
 
@@ -15,32 +14,6 @@ import psutil
 from parquet_agent.corpus.snapshot import CorpusSnapshot
 from parquet_agent.errors import SnapshotChangedError
 from parquet_agent.store import CorpusDrift
-
-
-class Breaker:
-    """Per-model circuit breaker: open after `threshold` cases in a row whose model calls
-    failed because the server was unreachable; says so once on stderr. Thread-safe (case workers report concurrently)."""
-
-    def __init__(self, threshold: int):
-        self.threshold = threshold
-        self._streak: dict[str, int] = {}
-        self._open: set[str] = set()
-        self._lock = threading.Lock()
-
-    def is_open(self, model: str) -> bool:
-        with self._lock:
-            return model in self._open
-
-    def record(self, model: str, call_failed: bool, run_dir: Path) -> None:
-        with self._lock:
-            streak = self._streak[model] = self._streak.get(model, 0) + 1 if call_failed else 0
-            if streak < self.threshold or model in self._open:
-                return
-            self._open.add(model)
-        print(f"parquet-agent: model {model!r}: {streak} cases in a row could not reach its "
-              "server; its remaining cases are not dispatched and stay resumable (fix the "
-              f"server, then resume {run_dir} with --resume)",
-              file=sys.stderr, flush=True)
 
 
 class DriftWatch:

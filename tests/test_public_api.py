@@ -8,9 +8,9 @@ import parquet_agent
 
 def test_public_names():
     assert parquet_agent.__all__ == sorted([
-        "Agent", "AgentLimits", "CaseExplorer", "CorpusSnapshot", "Experiment",
-        "ExperimentConfig", "Judge", "ParquetAgentError", "RunStore", "Tools", "charts",
-        "load_questions"])
+        "Agent", "AgentLimits", "AuditReport", "Auditor", "CaseExplorer", "CorpusSnapshot",
+        "Experiment", "ExperimentConfig", "FindingsStore", "Judge", "ParquetAgentError",
+        "RunStore", "Tools", "charts", "load_questions"])
 
 
 def test_core_names_resolve():
@@ -30,5 +30,5 @@ def test_importing_the_package_loads_no_sdk_or_pandas():
 def test_python_dash_m_is_the_cli():
     out = subprocess.run([sys.executable, "-m", "parquet_agent", "--help"], capture_output=True,
                          text=True, check=True)
-    for command in ("demo", "run", "corpus", "tool", "preflight"):
+    for command in ("demo", "run", "corpus", "tool", "preflight", "audit", "case-audit"):
         assert command in out.stdout

@@ -55,13 +55,14 @@ class SnapshotFile:
     schema: tuple[tuple[str, str], ...]  # (column, Arrow type) in file order
 
     @classmethod
-    def read(cls, path: Path) -> SnapshotFile:
+    def read(cls, path: Path, *, check_schema: bool = True) -> SnapshotFile:
         try:
             meta = pq.ParquetFile(path).metadata
         except Exception as exc:  # pyarrow raises several types for a non-Parquet file
             raise SchemaError(f"{path.name}: not a readable Parquet file ({exc})") from exc
         schema = meta.schema.to_arrow_schema()
-        validate_schema(schema, path.name)
+        if check_schema:
+            validate_schema(schema, path.name)
         stat = path.stat()
         return cls(
             name=path.name,
@@ -119,8 +120,9 @@ class CorpusSnapshot:
     root: str = field(default="", compare=False)  # where it was taken; not part of identity
 
     @classmethod
-    def take(cls, folder: str | Path) -> CorpusSnapshot:
-        """Snapshot every `*.parquet` at the top of `folder` (schema-checked)."""
+    def take(cls, folder: str | Path, *, check_schema: bool = True) -> CorpusSnapshot:
+        """Snapshot every `*.parquet` at the top of `folder` (schema-checked against the corpus
+        contract unless `check_schema=False`: the audit snapshots any Parquet dataset)."""
         folder = Path(folder).resolve()
         paths = _parquet_files(folder)
         if not paths:
@@ -129,7 +131,8 @@ class CorpusSnapshot:
                 "`parquet-agent corpus build --rows N --out DIR`"
             )
         taken_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        return cls(tuple(SnapshotFile.read(p) for p in paths), taken_at, str(folder))
+        files = tuple(SnapshotFile.read(p, check_schema=check_schema) for p in paths)
+        return cls(files, taken_at, str(folder))
 
     @cached_property  # frozen: the id never changes, and every tool call's cache key uses it
     def snapshot_id(self) -> str:

@@ -1,4 +1,4 @@
-"""`parquet-agent export RUN_DIR`, `parquet-agent raw RUN_DIR PATH`, `parquet-agent audit ...`.
+"""`parquet-agent export RUN_DIR`, `parquet-agent raw RUN_DIR PATH`, `parquet-agent case-audit ...`.
 
 - `export RUN_DIR`: (re)build every export of a saved run, offline (see `report.exporter`);
   prints what was written and how long it took.
@@ -6,8 +6,8 @@
   `raw/Q001__m__sql/turn-01.attempt-01.request.json`, as the exports list them) to stdout.
   Raw files live in packs, so this is how to get one back byte for byte; `--out FILE` writes
   them to a file instead.
-- `audit RUN_DIR --question Q --model M --method S [--full|--json]`: the same as
-  `python -m parquet_agent.case_audit`.
+- `case-audit RUN_DIR --question Q --model M --method S [--full|--json]`: the same as
+  `python -m parquet_agent.case_audit` (`parquet-agent audit ...` is the data-quality auditor).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     from parquet_agent.report.case_audit import add_arguments
 
-    audit = subparsers.add_parser("audit", help="print one case of a run readably "
+    audit = subparsers.add_parser("case-audit", help="print one case of a run readably "
                                   "(same as python -m parquet_agent.case_audit)")
     add_arguments(audit)
     audit.set_defaults(handler=_audit)

@@ -254,4 +254,25 @@ def run_figures(run: Run) -> dict[str, Any]:
         "cost_unknown_attempts": int((~attempts["cost_known"]).sum()) if len(attempts) else 0,
         "cases_started": len(cases), "cases_finished": finished,
         "sessions": sum(e.event == "run_started" for e in run_events),
-    }
+    } | _node_figures(events, wall_ms)
+
+
+def _node_figures(events: dict[str, tuple], wall_ms: float) -> dict[str, Any]:
+    """Per engine node (Ray runs only): cases finished there and cases per minute of wall."""
+    nodes: dict[str, dict[str, Any]] = {}
+    for cid, evs in events.items():
+        node, finished = None, None
+        for e in evs:
+            if e.event == "case_started":
+                node = e.data.get("node")
+            elif e.event == "case_finished":
+                finished = e
+        if cid == RUN_JOURNAL or node is None or finished is None:
+            continue
+        entry = nodes.setdefault(node, {"cases": 0, "case_s": 0.0})
+        entry["cases"] += 1
+        entry["case_s"] += (finished.data.get("wall_ms") or 0.0) / 1000
+    for entry in nodes.values():
+        entry["cases_per_min"] = round(entry["cases"] / (wall_ms / 60000), 2) if wall_ms else None
+        entry["case_s"] = round(entry["case_s"], 3)
+    return {"nodes": nodes} if nodes else {}

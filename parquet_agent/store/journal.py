@@ -69,6 +69,7 @@ class CaseStarted:
     question: str | None = None
     reference_answer: str | None = None
     gold_evidence: list[dict[str, Any]] | None = None
+    node: str | None = None  # the engine node that ran this session of the case (None: local)
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,9 @@ class RunStarted:
     session: int
     pid: int
     resume: bool = False
+    # where this session's cases run: {"kind": "local"} or the Ray engine's address and nodes
+    # (name, node id, corpus path, sandbox mode) and the nodes it refused, with why
+    engine: dict[str, Any] | None = None
     # the config changes a resume allowed because they cannot change results (in words), and
     # whether it reran the cases that had failed
     allowed_changes: list[str] = field(default_factory=list)
@@ -188,6 +192,9 @@ class RunFinished:
     wall_ms: float
     peak_rss_bytes: int | None = None  # whole process tree
     status: str = "finished"  # finished | interrupted | error
+    # a non-local engine's figures: per-node cases and throughput, the write round trip to the
+    # driver's store (None for the local engine)
+    engine: dict[str, Any] | None = None
 
 
 ATTEMPT_EVENTS = (ModelAttempt.EVENT, JudgeAttempt.EVENT)  # one HTTP (or offline) attempt each

@@ -6,7 +6,8 @@
     run.check_resume(freeze(...same inputs now...))        # ResumeRefusedError naming changes
 
 `manifest.json` = `{schema_version, run_id, created_at, config, config_hash, question_ids,
-corpus_snapshot, code_hash, prompt_hashes, package_versions, sandbox_mode, manifest_hash}`.
+corpus_snapshot, code_hash, prompt_hashes, package_versions, sandbox_mode, manifest_hash}`
+(plus `engine` for a run started on a non-local engine: its nodes and their sandbox modes).
 `manifest_hash` is `b2:` over the canonical JSON of every other field, so `Run.verify()` finds an
 edited manifest. It is written atomically, once, and never rewritten.
 
@@ -35,6 +36,9 @@ SCHEMA_VERSION = 1
 # distributions whose versions are frozen: ours and those that shape requests, SQL or numbers
 TRACKED_PACKAGES = ("parquet_agent", "duckdb", "pyarrow", "pandas", "numpy", "pydantic", "openai",
                     "anthropic", "google-genai", "httpx2", "httpx", "xxhash")
+# where cases run does not change results: a run started on Ray resumes locally and back
+RESUME_IGNORED = {("config", "engine")}
+RECORDED_FIELDS = ("engine",)  # in the manifest, not compared on resume
 RESUME_ALLOWED = {("config", "limits", "case_workers"), ("config", "limits", "data_workers"),
                   ("config", "name")}
 FROZEN_FIELDS = ("question_ids", "corpus_snapshot", "code_hash", "prompt_hashes",
@@ -81,14 +85,17 @@ def package_versions(names: Sequence[str] = TRACKED_PACKAGES) -> dict[str, str |
 def freeze(config: ExperimentConfig | None = None, *, question_ids: Sequence[str],
            corpus_snapshot: Mapping[str, Any] | str | None, prompt_hashes: Mapping[str, str],
            sandbox_mode: str, code: str | None = None,
-           packages: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+           packages: Mapping[str, str | None] | None = None,
+           engine: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The `frozen` dict for `RunStore.create` / `Run.check_resume`.
 
     `config` is accepted for readability and not used: `create(config, frozen)` and
     `check_resume(frozen, config)` take the config themselves.
 
     `corpus_snapshot` is `CorpusSnapshot.to_json()` (a dict, or its JSON text); `code` and
-    `packages` default to `code_hash()` and `package_versions()` of this process.
+    `packages` default to `code_hash()` and `package_versions()` of this process. `engine`
+    (optional) describes where the first session's cases ran (`engine.CaseEngine.describe()`:
+    kind, nodes and each node's sandbox mode); it is recorded, never compared on resume.
     """
     if isinstance(corpus_snapshot, str):
         import json
@@ -101,13 +108,13 @@ def freeze(config: ExperimentConfig | None = None, *, question_ids: Sequence[str
         "prompt_hashes": dict(prompt_hashes),
         "package_versions": dict(packages) if packages is not None else package_versions(),
         "sandbox_mode": sandbox_mode,
-    }
+    } | ({"engine": dict(engine)} if engine is not None and engine.get("kind") != "local" else {})
 
 
 def build_manifest(run_id: str, created_at: str, config: ExperimentConfig,
                    frozen: Mapping[str, Any]) -> dict[str, Any]:
     missing = [k for k in FROZEN_FIELDS if k not in frozen]
-    unknown = [k for k in frozen if k not in FROZEN_FIELDS]
+    unknown = [k for k in frozen if k not in FROZEN_FIELDS + RECORDED_FIELDS]
     if missing or unknown:
         raise ValueError(f"frozen inputs: missing {missing}, unknown {unknown}; build them "
                          "with store.manifest.freeze()")
@@ -124,6 +131,8 @@ def manifest_hash(manifest: Mapping[str, Any]) -> str:
 def _diff(path: tuple[str, ...], old: Any, new: Any, out: list[str], allowed: list[str]) -> None:
     if isinstance(old, Mapping) and isinstance(new, Mapping):
         for key in sorted(set(old) | set(new), key=str):
+            if path + (key,) in RESUME_IGNORED:
+                continue
             if key not in new:
                 out.append(f"{'.'.join(path + (key,))} removed (was {old[key]!r})")
             elif key not in old:

@@ -263,9 +263,27 @@ def connect_locked(
     return con
 
 
-def connect_corpus(paths: list[str], limits: SandboxLimits) -> duckdb.DuckDBPyConnection:
-    """A locked connection that reads exactly `paths`, through the view `filings`."""
-    return connect_locked(paths, {"filings": read_parquet_sql(paths)}, limits)
+def connect_corpus(paths: list[str], limits: SandboxLimits,
+                   views: dict[str, str] | None = None) -> duckdb.DuckDBPyConnection:
+    """A locked connection that reads exactly `paths`, through the view `filings` (or through
+    `views`, name -> SELECT, when given: the audit's `data` and per-file views)."""
+    return connect_locked(paths, views or {"filings": read_parquet_sql(paths)}, limits)
+
+
+def dataset_views(files: dict[str, str], views: dict[str, list[str]]) -> dict[str, str]:
+    """Views over named files (`files`: name -> /proc/self/fd path): each view is the files it
+    lists, unioned by column name, with two columns added that say where a row comes from:
+    `_file` (the file's name) and `_row` (its 0-based row number in that file)."""
+    def one(name: str) -> str:
+        return (f"SELECT * EXCLUDE (file_row_number), {_quote(name)} AS _file, "
+                f"file_row_number AS _row FROM read_parquet({_quote(files[name])}, "
+                "file_row_number = true)")
+
+    return {view: " UNION ALL BY NAME ".join(one(n) for n in names) for view, names in views.items()}
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def read_parquet_sql(paths: list[str]) -> str:
@@ -274,7 +292,7 @@ def read_parquet_sql(paths: list[str]) -> str:
 
 def _sql_list(items: list[str]) -> str:
     # Only our own /proc/self/fd/N paths get here; quote anyway.
-    return "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in items) + "]"
+    return "[" + ", ".join(_quote(p) for p in items) + "]"
 
 
 class Watchdog:

@@ -239,7 +239,8 @@ def _prepare(config: dict, files: dict[str, int]):  # pragma: no cover - runs in
     # and async_threads=0 DuckDB starts no thread (checked: fork from a threaded process is
     # not safe, so with any extra thread the children connect themselves).
     paths = [fd_path(fd) for fd in files.values()]
-    corpus_con = connect_corpus(paths, limits)
+    views = _views(config, files)
+    corpus_con = connect_corpus(paths, limits, views)
     empty_con = connect_locked([], {}, limits)
     for con in (corpus_con, empty_con):  # warm the parser and json_serialize_sql once
         con.execute(parse_select(con, "SELECT 1")).fetchall()
@@ -258,6 +259,7 @@ def _prepare(config: dict, files: dict[str, int]):  # pragma: no cover - runs in
         corpus_con=corpus_con,
         empty_con=empty_con,
         root=os.path.dirname(config["files"][0]["path"]) if config["files"] else None,
+        views=views,
     )
     if corpus_con is not None and not _corpus_con_works_in_child(ctx):
         # DuckDB resolves /proc/self/fd/N to the file's real path when it can. When the worker
@@ -266,6 +268,15 @@ def _prepare(config: dict, files: dict[str, int]):  # pragma: no cover - runs in
         corpus_con.close()
         ctx = dataclasses.replace(ctx, corpus_con=None)
     return ctx
+
+
+def _views(config: dict, files: dict[str, int]) -> dict[str, str] | None:  # pragma: no cover
+    """The config's `views` (name -> file names) as SELECTs, or None for the corpus' `filings`."""
+    from parquet_agent.tools.sandbox import dataset_views, fd_path
+
+    if not config.get("views"):
+        return None
+    return dataset_views({name: fd_path(fd) for name, fd in files.items()}, config["views"])
 
 
 def _warm_up(files: dict[str, int], metadata: dict) -> None:  # pragma: no cover - in the server
@@ -295,7 +306,8 @@ def _corpus_con_works_in_child(ctx) -> bool:  # pragma: no cover - runs in the s
         code = 1
         try:
             harden(set(ctx.files.values()), ctx.limits, ctx.drop_to)
-            ctx.corpus_con.execute("SELECT count(*) FROM (SELECT 1 FROM filings LIMIT 1)").fetchall()
+            view = next(iter(ctx.views)) if ctx.views else "filings"
+            ctx.corpus_con.execute(f"SELECT count(*) FROM (SELECT 1 FROM {view} LIMIT 1)").fetchall()
             code = 0
         finally:
             os._exit(code)

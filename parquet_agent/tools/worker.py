@@ -68,6 +68,7 @@ class Context:
     corpus_con: duckdb.DuckDBPyConnection | None = None  # reads exactly the snapshot files
     empty_con: duckdb.DuckDBPyConnection | None = None  # reads no file
     root: str | None = None  # the corpus folder on the host: never shown to the agent
+    views: dict[str, str] | None = None  # name -> SELECT instead of `filings` (audits)
 
     def fd_names(self) -> dict[int, str]:
         return {fd: name for name, fd in self.files.items()}
@@ -208,7 +209,7 @@ def _sql(query: str, file_stem: str | None, ctx: Context, watchdog: Watchdog,
         con = _empty_con(ctx)
         con.register("filings", pa.concat_tables(rows))
     elif file_stem is None:
-        con = ctx.corpus_con or connect_corpus(_corpus_paths(ctx), ctx.limits)
+        con = ctx.corpus_con or connect_corpus(_corpus_paths(ctx), ctx.limits, ctx.views)
     else:
         row = _locate_row(file_stem, None, ctx)
         watchdog.mark("locate")

@@ -1,0 +1,326 @@
+"""`Auditor.run(dataset, ...) -> AuditReport`: the bounded ReAct loop with its three gates.
+
+    report = Auditor().run("data/sample", run_dir="runs/audit-1")      # offline baseline
+    report = Auditor(config, model=my_model, judge=judge).run(folder)
+
+Each step: the model gets the compact state (`state.AuditState.summary`) and replies with its
+reasoning, one action and a confidence; the reply is journaled (`step_model`) before anything
+runs. The action gate checks the action; a FAIL puts its critique into the state and no tool
+runs. Data tools run in the sandboxed workers (`tools.AuditTools`); `write_finding` runs here,
+through the finding gate (evidence re-computed in the sandbox); `conclude` goes through the run
+gate (coverage, every finding re-verified), whose FAIL either continues the loop with the
+critique (`run_policy = "continue"`) or is accepted. Budgets bound steps, tool calls, tokens and
+cost. Killed at any point (even kill -9), `run(..., resume=True)` folds the journal back into
+the same state and replays a journaled reply instead of calling the model again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from parquet_agent.audit.config import AuditConfig
+from parquet_agent.audit.dataset import Dataset
+from parquet_agent.audit.events import (AuditFinished, AuditStarted, EvaluationEvent,
+                                        HistoryChecked, StepDone, StepModel)
+from parquet_agent.audit.evidence import compute, proposal_fingerprint
+from parquet_agent.audit.finding import Finding, Proposal, finding_key
+from parquet_agent.audit.gates import Gate, GateOutcome
+from parquet_agent.audit.history import recheck
+from parquet_agent.audit.models import build_auditor_model, build_judge_model
+from parquet_agent.audit.prompt import step_request
+from parquet_agent.audit.report import AuditReport, write_exports
+from parquet_agent.audit.rules import ActionRules, FindingRules, RunRules
+from parquet_agent.audit.state import AuditState
+from parquet_agent.audit.store import FindingsStore
+from parquet_agent.audit.taxonomy import derived_severity, settle_severity
+from parquet_agent.audit.tools import AuditTools
+from parquet_agent.errors import ModelCallError, RunError, UsageError
+from parquet_agent.models.protocol import Model, ModelResult
+from parquet_agent.store.blobs import RawStore
+from parquet_agent.files import WriterLock, atomic_write_bytes
+from parquet_agent.store.journal import Journal, read_journal
+
+SCHEMA_VERSION = 1
+JOURNAL = "journal/audit.jsonl"
+DATA_TOOLS = ("schema_sample", "run_query", "get_stats")
+
+
+class Auditor:
+    def __init__(self, config: AuditConfig | None = None, *, model: Model | None = None,
+                 judge: Model | None = None, store: FindingsStore | str | None = None):
+        self.config = config or AuditConfig()
+        self.model = model
+        self.judge = judge
+        self.store = store
+
+    def run(self, dataset: str | Path | Dataset, *, run_dir: str | Path | None = None,
+            resume: bool = False, lineage: str | None = None) -> AuditReport:
+        """Audit `dataset` into `run_dir` (default `runs/audit-<lineage>-<UTC time>`)."""
+        ds = dataset if isinstance(dataset, Dataset) else Dataset.open(
+            dataset, lineage or self.config.lineage)
+        run_dir = Path(run_dir) if run_dir else Path("runs") / (
+            f"audit-{ds.lineage}-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}")
+        journal_path = run_dir / JOURNAL
+        if resume and not journal_path.exists():
+            raise UsageError(f"{run_dir}: nothing to resume (no {JOURNAL})")
+        if not resume and run_dir.exists() and any(run_dir.iterdir()):
+            raise UsageError(f"{run_dir} already holds a run; pass --resume to continue it or "
+                             "choose another --run-dir")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        lock = WriterLock(run_dir)
+        store = _open_store(self.store, run_dir)
+        try:
+            model = self.model or build_auditor_model(self.config.model)
+            judge = self.judge or (build_judge_model(self.config.judge) if self.config.judge else None)
+            with AuditTools.open(ds) as tools:
+                session = _Session(self.config, ds, run_dir, tools, model, judge, store)
+                session.run()
+            report = AuditReport.load(run_dir)
+            write_exports(report)
+            store.index(report)
+            return report
+        finally:
+            store.close()
+            lock.release()
+
+
+def _open_store(store: FindingsStore | str | None, run_dir: Path) -> FindingsStore:
+    if isinstance(store, FindingsStore):
+        return store.reopen()
+    return FindingsStore.open(store or run_dir.resolve().parent / "findings.sqlite")
+
+
+class _Session:
+    """One process's part of one audit run (the loop; the state is the journal's fold)."""
+
+    def __init__(self, config: AuditConfig, dataset: Dataset, run_dir: Path, tools: AuditTools,
+                 model: Model, judge: Model | None, store: FindingsStore):
+        self.config, self.dataset, self.run_dir = config, dataset, run_dir
+        self.tools, self.model, self.store = tools, model, store
+        self.raw = RawStore(run_dir)
+        self.journal = Journal(run_dir / JOURNAL)
+        self.state = AuditState.fold(read_journal(run_dir / JOURNAL).events)
+        gates = config.gates
+        self.action_gate = Gate.build("action", list(gates["action"]), rules=ActionRules(),
+                                      model=model, judge=judge)
+        self.finding_gate = Gate.build("finding", list(gates["finding"]), rules=FindingRules(),
+                                       model=model, judge=judge)
+        self.run_gate = Gate.build("run", list(gates["run"]), rules=RunRules(), model=model,
+                                   judge=judge)
+
+    def record(self, payload: Any) -> None:
+        event = self.journal.append(payload)
+        self.state.feed(event.event, event.data)
+
+    def run(self) -> None:
+        try:
+            if not self.state.started:
+                self._start()
+            elif self.state.started["snapshot"]["snapshot_id"] != self.dataset.snapshot.snapshot_id:
+                raise RunError(f"{self.run_dir}: the dataset changed since this audit started "
+                               "(another snapshot id); start a new run instead of resuming")
+            if self.state.finished:
+                return
+            while not self._done():
+                self._step(self.state.next_step)
+            if not self.state.finished:
+                self._finish()
+        finally:
+            self.journal.close()
+            self.raw.close()
+
+    def _start(self) -> None:
+        previous = self.store.previous_run(self.dataset.lineage, exclude=self.run_dir.name)
+        manifest = {
+            "schema_version": SCHEMA_VERSION, "kind": "audit", "run_id": self.run_dir.name,
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "lineage": self.dataset.lineage, "dataset_root": str(self.dataset.root),
+            "snapshot": self.dataset.snapshot.to_json(), "config": self.config.to_json(),
+            "model": _model_info(self.model), "previous_run": previous and previous["run_id"],
+        }
+        atomic_write_bytes(self.run_dir / "manifest.json", _dumps(manifest))
+        self.record(AuditStarted(self.run_dir.name, self.dataset.lineage,
+                                 {"snapshot_id": self.dataset.snapshot.snapshot_id,
+                                  "rows": self.dataset.snapshot.rows},
+                                 self.dataset.describe(), self.config.to_json(),
+                                 _model_info(self.model), previous and previous["run_id"]))
+        findings = previous["findings"] if previous else []
+        self.record(HistoryChecked(previous and previous["run_id"], recheck(findings, self.tools)))
+
+    def _done(self) -> bool:
+        concluded = self.state.concluded
+        if concluded and (concluded["verdict"] != "FAIL" or self.config.run_policy == "accept"):
+            return True
+        left = self.state.budget_left(self.config)
+        spent = any(left[k] is not None and left[k] <= 0 for k in ("tokens", "cost_usd"))
+        # a spent token or cost budget stops asking the model at all (each ask would cost more)
+        return spent or self.state.next_step > self.config.max_steps or self.state.finished is not None
+
+    # -- one step -----------------------------------------------------------------------------
+
+    def _step(self, n: int) -> None:
+        pending = self.state.pending
+        if pending is None or pending["step"] != n:
+            request = step_request(self.state.summary(self.config), n)
+            try:
+                result = self.model.complete(request, self.raw)
+            except ModelCallError as exc:
+                self.record(AuditFinished("failed", f"step {n}: the auditor model failed: {exc}"))
+                return
+            self.record(StepModel(**_model_step(n, result)))
+            pending = self.state.pending
+        if pending["problem"]:
+            self.record(StepDone(n, pending["tool"], pending["arguments"], "FAIL", False,
+                                 critique=pending["problem"]))
+            return
+        tool, args = pending["tool"], pending["arguments"]
+        outcome = self._gate(self.action_gate, {
+            "tool": tool, "arguments": args, "budget_left": self.state.budget_left(self.config),
+            "previous": self.state.calls, "columns": list(self.dataset.column_names),
+            "long_text": self._long_text()}, n)
+        if outcome.verdict == "FAIL":
+            self.record(StepDone(n, tool, args, "FAIL", False, critique=outcome.critique))
+            return
+        self.record(self._execute(n, tool, args, outcome))
+
+    def _gate(self, gate: Gate, subject: dict[str, Any], n: int) -> GateOutcome:
+        outcome = gate.evaluate(subject, n, self.raw)
+        for evaluation in outcome.evaluations:
+            self.record(EvaluationEvent(asdict(evaluation)))
+        return outcome
+
+    def _long_text(self) -> list[str]:
+        long = [c for c, p in self.state.profiles.items()
+                if ((p.get("values") or {}).get("mean_length") or 0) > 1000]
+        return sorted(set(long) | ({"parsed_md"} if self.dataset.is_filings else set()))
+
+    def _execute(self, n: int, tool: str, args: dict, outcome: GateOutcome) -> StepDone:
+        critique = outcome.critique or None
+        clean = {k: v for k, v in args.items() if k != "confidence"}
+        if tool in DATA_TOOLS:
+            call = {"schema_sample": lambda: self.tools.schema_sample(clean.get("n", self.config.sample_rows)),
+                    "run_query": lambda: self.tools.run_query(clean["sql"]),
+                    "get_stats": lambda: self.tools.get_stats(clean["column"])}[tool]
+            result = call()
+            return StepDone(n, tool, args, outcome.verdict, result.ok, result.output,
+                            asdict(result.error) if result.error else None, critique,
+                            timings_ms=result.timings.total_ms)
+        if tool == "write_finding":
+            finding, action, why = self._propose(n, clean)
+            return StepDone(n, tool, args, outcome.verdict, action in ("committed", "updated"),
+                            critique="; ".join(x for x in (critique, why) if x) or None,
+                            finding=finding, finding_action=action)
+        verdict = self._conclude(n, clean)
+        return StepDone(n, tool, args, outcome.verdict, verdict["verdict"] != "FAIL",
+                        critique=verdict["critique"] or critique, conclude=verdict)
+
+    def _propose(self, n: int, args: dict) -> tuple[dict, str, str | None]:
+        proposal, _ = Proposal.from_arguments(args)  # the action gate checked it
+        assert proposal is not None
+        evidence, error = compute(proposal, self.tools)
+        try:
+            print_ = proposal_fingerprint(proposal, self.tools)
+        except ValueError as exc:
+            print_, error = "fp:unparsable", error or str(exc)
+        derived = derived_severity(proposal.category, evidence.fraction if evidence else None)
+        severity, problem = settle_severity(derived, proposal.severity, proposal.severity_reason)
+        subject = {"proposal": asdict(proposal), "columns": list(self.dataset.column_names),
+                   "severity": severity, "severity_problem": problem,
+                   "is_filings": self.dataset.is_filings,
+                   "documented_properties": self.dataset.describe()["documented_properties"]}
+        if evidence is None:
+            subject["evidence_error"] = error
+        else:
+            subject["evidence"] = {**asdict(evidence), "fraction": evidence.fraction}
+        outcome = self._gate(self.finding_gate, subject, n)
+        key = finding_key(self.dataset.lineage, proposal.category, proposal.columns, print_)
+        finding = Finding(
+            key, self.dataset.lineage, self.dataset.snapshot.snapshot_id, proposal.category,
+            proposal.columns, proposal.title, proposal.rationale, severity, derived,
+            proposal.severity_reason if severity != derived else None, proposal.predicate,
+            proposal.view, print_, evidence or _no_evidence(), n,
+            evaluations=tuple(asdict(e) for e in outcome.evaluations))
+        if outcome.verdict == "FAIL":
+            finding = dataclasses.replace(finding, status="dismissed",
+                                          dismissed_reason=outcome.critique)
+            return finding.to_json(), "dismissed", None
+        old = self.state.findings.get(key)
+        if old is not None and old.fingerprint != print_:
+            return finding.to_json(), "collision", f"key {key} collides with another finding"
+        return finding.to_json(), "updated" if old else "committed", None
+
+    def _conclude(self, n: int, args: dict) -> dict[str, Any]:
+        reverified = {}
+        for key, finding in self.state.findings.items():
+            proposal = Proposal(finding.category, finding.columns, finding.title,
+                                finding.rationale, finding.predicate, finding.view,
+                                *_own_sql(finding))
+            evidence, _ = compute(proposal, self.tools)
+            reverified[key] = evidence is not None and evidence.count == finding.evidence.count
+        skipped = {**self.state.skipped, **(args.get("skipped") or {})}
+        outcome = self._gate(self.run_gate, {
+            "columns": list(self.dataset.column_names), "profiled": sorted(self.state.profiles),
+            "tried": sorted(self.state.tried), "skipped": skipped, "reverified": reverified}, n)
+        return {"verdict": outcome.verdict, "critique": outcome.critique,
+                "reverified": reverified, "summary": args.get("summary")}
+
+    def _finish(self) -> None:
+        concluded = self.state.concluded
+        if concluded and (concluded["verdict"] != "FAIL" or self.config.run_policy == "accept"):
+            self.record(AuditFinished("complete", f"concluded; run gate {concluded['verdict']}"))
+            return
+        n = self.state.next_step
+        verdict = self._conclude(n, {})  # the budget ran out: the run gate still records coverage
+        self.record(StepDone(n, "conclude", {}, "PASS", verdict["verdict"] != "FAIL",
+                             critique=verdict["critique"] or None, conclude=verdict))
+        left = {k: v for k, v in self.state.budget_left(self.config).items() if v is not None and v <= 0}
+        self.record(AuditFinished("incomplete", f"the budget ran out ({', '.join(left) or 'steps'}) "
+                                  f"before the run gate passed; run gate {verdict['verdict']}"))
+
+
+def _own_sql(finding: Finding) -> tuple[str | None, str | None, str | None]:
+    if finding.predicate is not None:
+        return None, None, None
+    ev = finding.evidence
+    return ev.count_sql, ev.denominator_sql, ev.examples_sql
+
+
+def _no_evidence():
+    from parquet_agent.audit.finding import Evidence
+
+    return Evidence(None, None, None, 0, 0)
+
+
+def _model_step(n: int, result: ModelResult) -> dict[str, Any]:
+    reply = result.reply
+    raw = [p for a in result.attempts for p in (a.request_path, a.response_path) if p]
+    cost = None if any(a.cost.usd is None for a in result.attempts) else sum(
+        a.cost.usd for a in result.attempts)
+    usage = {"input_tokens": reply.usage.input_tokens, "output_tokens": reply.usage.output_tokens}
+    problem, tool, args, confidence = None, None, {}, None
+    if len(reply.tool_calls) != 1:
+        problem = (f"reply with exactly one tool call (this reply had {len(reply.tool_calls)}); "
+                   "your text is your reasoning")
+    else:
+        call = reply.tool_calls[0]
+        tool, args = call.name, dict(call.arguments)
+        value = args.get("confidence")
+        confidence = float(value) if isinstance(value, (int, float)) else None
+    return {"step": n, "reasoning": reply.text, "tool": tool, "arguments": args,
+            "confidence": confidence, "usage": usage, "cost_usd": cost, "raw": raw,
+            "problem": problem}
+
+
+def _model_info(model: Model) -> dict[str, Any]:
+    return {"name": model.name, "provider": model.provider, "model": model.model}
+
+
+def _dumps(data: Any) -> bytes:
+    import json
+
+    return json.dumps(data, ensure_ascii=False, indent=1, default=str).encode("utf-8")

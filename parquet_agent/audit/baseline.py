@@ -1,0 +1,255 @@
+"""The deterministic baseline auditor: a profile plus a rule pack, no model.
+
+It speaks the model protocol (`complete(request, sink)`, recorded like every model call through
+`models.scripted.offline_complete`) and reads only the state each step's request carries, so it
+runs through the same loop, gates, journals and raw records as any model. Its plan: sample the
+schema, profile every column, propose each candidate the rule pack derives from the profiles
+(the finding gate keeps or dismisses it), conclude with the untried categories skipped.
+
+Two variants: `blind` learns what is normal from the audited snapshot itself (thresholds from
+its own quantiles, valid values from its frequent ones); `reference` learns it from the
+profiles of an earlier clean snapshot (`reference_profiles`), which is also what lets it test
+distribution drift.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from typing import Any
+
+from parquet_agent.audit.prompt import state_of
+from parquet_agent.audit.taxonomy import CATEGORIES
+from parquet_agent.models.protocol import ModelRequest, ModelResult, RawSink, ToolCall
+from parquet_agent.models.scripted import offline_complete, to_reply
+
+RARE_SHARE = 0.01  # blind: a categorical value seen in fewer rows than this is suspect
+MAX_CATEGORICAL = 30
+OUTLIER_FACTOR = 3.0  # a file's mean this far above the median file's mean
+FENCE_IQR = 6.0  # a value above q75 + this many interquartile ranges is an outlier
+KEY_LIKE = 0.8  # distinct values per non-null row for a column to look like a key
+SHORT_FILE = 0.6  # a file with fewer rows than this share of the median file
+
+
+def q(column: str) -> str:
+    return '"' + column.replace('"', '""') + '"'
+
+
+def lit(value: Any) -> str:
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+class BaselineAuditor:
+    provider = "audit-baseline"
+
+    def __init__(self, variant: str = "blind", reference_profiles: dict[str, Any] | None = None,
+                 name: str = "audit-baseline"):
+        if variant not in ("blind", "reference"):
+            raise ValueError(f"baseline variant must be 'blind' or 'reference', not {variant!r}")
+        if variant == "reference" and not reference_profiles:
+            raise ValueError("the reference variant needs the profiles of a clean snapshot")
+        self.variant = variant
+        self.reference = reference_profiles or {}
+        self.name = name
+        self.model = f"rule-pack-{variant}"
+
+    def complete(self, request: ModelRequest, sink: RawSink) -> ModelResult:
+        def answer():
+            reasoning, tool, args = self.decide(state_of(request))
+            return to_reply({"text": reasoning, "tool_calls": [
+                {"id": "call_0", "name": tool, "arguments": args}]}, self.model, self.provider)
+
+        return offline_complete(request, sink, answer, model=self.model, provider=self.provider,
+                                source=f"baseline auditor ({self.variant}), no network")
+
+    def decide(self, state: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+        if state["schema_sample"] is None:
+            return "Start with the schema and a sample.", "schema_sample", {"n": 5, "confidence": 1.0}
+        columns = [c["column"] for c in state["dataset"]["columns"]]
+        for column in columns:
+            if column not in state["profiled"]:
+                return f"Profile {column}.", "get_stats", {"column": column, "confidence": 1.0}
+        proposed = {f["title"] for f in state["findings"]} | {d["title"] for d in state["dismissed"]}
+        for candidate in self.candidates(state):
+            if candidate["title"] not in proposed:
+                return f"Rule: {candidate['title']}.", "write_finding", {**candidate, "confidence": 0.7}
+        tried = set(state["categories_tried"])
+        skipped = {c: "no rule of the baseline pack fired for this category"
+                   for c in CATEGORIES if c not in tried}
+        if self.variant == "blind":
+            skipped["distribution_drift"] = "the blind baseline has no reference to drift from"
+        return "Every rule was tried.", "conclude", {"summary": f"{len(state['findings'])} findings",
+                                                     "skipped": skipped, "confidence": 1.0}
+
+    # -- the rule pack ------------------------------------------------------------------------
+
+    def candidates(self, state: dict[str, Any]) -> list[dict[str, Any]]:
+        profiles, schema = state["profiles"], state["schema_sample"]
+        filings = bool(state["dataset"].get("documented_properties"))
+        out: list[dict[str, Any]] = []
+        for column, profile in profiles.items():
+            ref = self.reference.get(column) if self.variant == "reference" else None
+            out += _completeness(column, profile, ref)
+            if not (filings and column in ("md5", "parsed_md")):
+                out += _uniqueness(column, profile, ref)
+            out += _validity(column, profile, ref)
+            out += _range(column, profile, ref)
+            if ref is not None:
+                out += _drift(column, profile, ref)
+        out += _volume(profiles, self.reference if self.variant == "reference" else None)
+        out += _schema_drift(schema)
+        if filings:
+            out += _filings_rules(schema)
+        return out
+
+
+def _finding(category: str, columns: list[str], title: str, rationale: str,
+             predicate: str | None = None) -> dict[str, Any]:
+    out = {"category": category, "columns": columns, "title": title, "rationale": rationale}
+    if predicate is not None:
+        out["predicate"] = predicate
+    return out
+
+
+def _long(profile: dict) -> bool:
+    return ((profile.get("values") or {}).get("mean_length") or 0) > 1000
+
+
+def _completeness(column: str, profile: dict, ref: dict | None) -> list[dict]:
+    out = []
+    if profile["nulls"] and (ref is None or not ref["nulls"]):
+        out.append(_finding("completeness", [column], f"{column} is null",
+                            f"{profile['nulls']} null value(s)", f"{q(column)} IS NULL"))
+    values = profile.get("values") or {}
+    if values.get("empty") and (ref is None or not (ref.get("values") or {}).get("empty")):
+        out.append(_finding("completeness", [column], f"{column} is empty",
+                            f"{values['empty']} empty string(s)", f"{q(column)} = ''"))
+    return out
+
+
+def _uniqueness(column: str, profile: dict, ref: dict | None) -> list[dict]:
+    basis = ref or profile
+    present = basis["rows"] - basis["nulls"]
+    identifier = profile["type"] == "VARCHAR" or column.lower() == "id" or column.lower().endswith("_id")
+    if not identifier or _long(profile) or present < 20 or basis["distinct_approx"] < KEY_LIKE * present:
+        return []
+    c = q(column)
+    return [_finding("uniqueness", [column], f"{column} is duplicated",
+                     f"{column} looks like a key ({basis['distinct_approx']} distinct of "
+                     f"{basis['rows']}) but some values repeat",
+                     f"{c} IN (SELECT {c} FROM data GROUP BY {c} HAVING count(*) > 1)")]
+
+
+def _known_values(profile: dict) -> list[str]:
+    return [t["value"] for t in profile.get("top_values") or [] if t["value"] is not None]
+
+
+def _validity(column: str, profile: dict, ref: dict | None) -> list[dict]:
+    if profile["type"] != "VARCHAR" or _long(profile):
+        return []
+    basis = ref or profile
+    known = _known_values(basis)
+    out = []
+    if len(known) >= 5 and all(v.isdigit() for v in known):
+        out.append(_finding("validity", [column], f"{column} holds non-digits",
+                            f"{column} is a digit string in every frequent value",
+                            f"NOT regexp_full_match({q(column)}, '[0-9]+')"))
+    elif basis["distinct_approx"] <= MAX_CATEGORICAL and basis["distinct_approx"] < basis["rows"] / 10:
+        threshold = 1 if ref is not None else RARE_SHARE * basis["rows"]
+        valid = [t["value"] for t in basis["top_values"] if t["value"] is not None
+                 and t["n"] >= threshold]
+        if valid and (ref is not None or len(valid) < len(known) or profile["distinct_approx"] > len(valid)):
+            out.append(_finding("validity", [column], f"{column} has an unknown value",
+                                f"the known values of {column} are {', '.join(valid)}",
+                                f"{q(column)} NOT IN ({', '.join(lit(v) for v in valid)})"))
+    return out
+
+
+def _range(column: str, profile: dict, ref: dict | None) -> list[dict]:
+    values = profile.get("values") or {}
+    if "quantiles" not in values or values.get("max") is None:
+        return []
+    if ref is not None and "quantiles" in (ref.get("values") or {}):
+        high, low = ref["values"]["max"] * 2, ref["values"]["min"] / 2
+        return [_finding("range", [column], f"{column} outside its reference range",
+                         f"the clean snapshot's range is {ref['values']['min']}..{ref['values']['max']}",
+                         f"{q(column)} > {high} OR {q(column)} < {low}")]
+    _, q25, _, q75, _ = values["quantiles"]
+    fence = q75 + FENCE_IQR * (q75 - q25)
+    out = []
+    if q75 > q25 and values["max"] > fence:
+        out.append(_finding("range", [column], f"{column} far above its usual range",
+                            f"max {values['max']} > q75 + {FENCE_IQR:g} IQR = {fence:g}",
+                            f"{q(column)} > {fence}"))
+    means = [f["mean"] for f in profile.get("per_file") or [] if f.get("mean") is not None]
+    if len(means) >= 3:
+        usual = statistics.median(means)
+        for f in profile["per_file"]:
+            if usual > 0 and f.get("mean") is not None and f["mean"] > OUTLIER_FACTOR * usual:
+                out.append(_finding("range", [column], f"{column} scaled up in {f['_file']}",
+                                    f"mean {f['mean']:g} vs {usual:g} in the other files",
+                                    f"_file = {lit(f['_file'])}"))
+    return out
+
+
+def _drift(column: str, profile: dict, ref: dict) -> list[dict]:
+    values, before = profile.get("values") or {}, ref.get("values") or {}
+    if "mean" not in values or "quantiles" not in before or not before.get("mean"):
+        return []
+    spread = max(before["quantiles"][3] - before["quantiles"][1], 1e-9)
+    if abs(values["mean"] - before["mean"]) <= 0.5 * spread:
+        return []
+    return [_finding("distribution_drift", [column], f"{column} mean drifted",
+                     f"mean {before['mean']:g} -> {values['mean']:g}",
+                     f"{q(column)} > {before['quantiles'][-1]} OR {q(column)} < {before['quantiles'][0]}")]
+
+
+def _volume(profiles: dict, reference: dict | None) -> list[dict]:
+    any_profile = next(iter(profiles.values()), None)
+    if not any_profile or len(any_profile.get("per_file") or []) < 3:
+        return []
+    rows = {f["_file"]: f["rows"] for f in any_profile["per_file"]}
+    before = {}
+    if reference:
+        ref_profile = next(iter(reference.values()))
+        before = {f["_file"]: f["rows"] for f in ref_profile.get("per_file") or []}
+    usual = statistics.median(rows.values())
+    out = []
+    for name, n in rows.items():
+        expected = before.get(name, usual)
+        if n < SHORT_FILE * expected:
+            out.append(_finding("volume", ["_file"], f"{name} has too few rows",
+                                f"{n} rows where about {expected:g} are expected",
+                                f"_file = {lit(name)}"))
+    return out
+
+
+def _schema_drift(schema: dict) -> list[dict]:
+    per_file = schema.get("file_schemas") or {}
+    kinds: dict[str, set] = {}
+    for columns in per_file.values():
+        for column, kind in columns.items():
+            kinds.setdefault(column, set()).add(kind)
+    return [_finding("schema_drift", [c], f"{c} changes type between files",
+                     f"types seen: {', '.join(sorted(k))}") for c, k in kinds.items() if len(k) > 1]
+
+
+def _filings_rules(schema: dict) -> list[dict]:
+    out = [
+        _finding("consistency", ["char_count", "parsed_md"], "char_count differs from the text",
+                 "char_count must be the length of parsed_md", "char_count <> length(parsed_md)"),
+        _finding("consistency", ["md5", "parsed_md"], "md5 differs from the text",
+                 "md5 must be the MD5 of parsed_md", "md5 <> md5(parsed_md)"),
+    ]
+    names = [f["file"] for f in schema.get("files") or []]
+    if names and all(_month_of(n) is not None for n in names):
+        out.append(_finding(
+            "coverage", ["month"], "month does not match its file",
+            "each monthly file holds only its month's filings",
+            "month <> TRY_CAST(regexp_extract(_file, '[0-9]{4}-([0-9]{2})', 1) AS INTEGER)"))
+    return out
+
+
+def _month_of(name: str) -> int | None:
+    match = re.search(r"[0-9]{4}-([0-9]{2})", name)
+    return int(match.group(1)) if match else None

@@ -1,0 +1,56 @@
+"""The finding gate's own evidence: re-run a proposal's queries in the sandbox.
+
+`compute(proposal, tools)` returns `(Evidence, None)` or `(None, problem)`; nothing the proposer
+said about counts is used. Schema-drift findings are proven from the snapshot's file schemas
+(the files whose type for the column differs from the most common one), not from SQL.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from parquet_agent.audit.finding import Evidence, Proposal, fingerprint
+from parquet_agent.audit.tools import AuditTools
+
+
+def compute(proposal: Proposal, tools: AuditTools) -> tuple[Evidence | None, str | None]:
+    queries = proposal.queries(tools.dataset.key_columns)
+    if queries is None:
+        return _schema_evidence(proposal, tools)
+    count_sql, denominator_sql, examples_sql = queries
+    count, result = tools.scalar(count_sql)
+    if result.error is not None:
+        return None, f"the count query failed: {result.model_text()}"
+    denominator, result = tools.scalar(denominator_sql)
+    if result.error is not None:
+        return None, f"the denominator query failed: {result.model_text()}"
+    if not isinstance(count, int) or not isinstance(denominator, int):
+        return None, "the count and denominator queries must each return one integer"
+    examples: tuple[dict, ...] = ()
+    if examples_sql:
+        result = tools.run_query(examples_sql)
+        if not result.ok:
+            return None, f"the examples query failed: {result.model_text()}"
+        columns = result.output["columns"]
+        examples = tuple(dict(zip(columns, row)) for row in result.output["rows"][:5])
+    return Evidence(count_sql, denominator_sql, examples_sql, count, denominator, examples), None
+
+
+def _schema_evidence(proposal: Proposal, tools: AuditTools) -> tuple[Evidence | None, str | None]:
+    schemas = tools.dataset.file_schemas()
+    drifted: list[dict] = []
+    for column in proposal.columns:
+        kinds = {name: schema.get(column, "<absent>") for name, schema in schemas.items()}
+        usual, _ = Counter(kinds.values()).most_common(1)[0]
+        drifted += [{"_file": name, "column": column, "type": kind, "usual_type": usual}
+                    for name, kind in kinds.items() if kind != usual]
+    return Evidence(None, None, None, len(drifted), len(schemas), tuple(drifted[:5]), "schema"), None
+
+
+def proposal_fingerprint(proposal: Proposal, tools: AuditTools) -> str:
+    """The parse-tree fingerprint of the count query (schema findings: of their columns)."""
+    queries = proposal.queries(tools.dataset.key_columns)
+    if queries is None:
+        return fingerprint("SELECT 'schema' AS evidence, " + ", ".join(
+            "'" + c.replace("'", "''") + "'" for c in proposal.columns))
+    return fingerprint(queries[0])

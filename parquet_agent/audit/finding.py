@@ -1,0 +1,188 @@
+"""Findings: what a proposer says, the evidence the gate computes, and the idempotent key.
+
+A `Proposal` is what `write_finding` receives (from a model or the baseline). It proves itself
+either by a row `predicate` over a view (the usual case: the gate derives the count, denominator
+and examples queries from it) or by its own `count_sql` / `denominator_sql` (aggregate defects
+such as a missing month), or, for `schema_drift`, by the snapshot's file schemas. The proposer's
+own numbers are never used: `evidence.compute` runs the queries in the sandbox.
+
+The key is `F-` + a hash of (lineage, category, sorted columns, fingerprint), where the
+fingerprint is a hash of the count query's parse tree from DuckDB (`json_serialize_sql`, with
+source positions removed): the same predicate written with other spacing, case or parentheses
+is the same finding, two different predicates on one column are two findings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import duckdb
+
+from parquet_agent.audit.taxonomy import CATEGORIES
+
+MAX_EXAMPLES = 5
+_POSITION_KEYS = frozenset({"query_location", "query_location_length"})
+
+
+@dataclass(frozen=True)
+class Proposal:
+    category: str
+    columns: tuple[str, ...]
+    title: str
+    rationale: str
+    predicate: str | None = None
+    view: str = "data"
+    count_sql: str | None = None
+    denominator_sql: str | None = None
+    examples_sql: str | None = None
+    severity: str | None = None
+    severity_reason: str | None = None
+
+    @classmethod
+    def from_arguments(cls, args: dict[str, Any]) -> tuple[Proposal | None, str | None]:
+        """(proposal, None) or (None, what is wrong) for untrusted `write_finding` arguments."""
+        if not isinstance(args, dict):
+            return None, "write_finding takes a JSON object"
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(set(args) - known - {"confidence"})
+        if unknown:
+            return None, f"unknown write_finding argument(s): {', '.join(unknown)}"
+        missing = [k for k in ("category", "columns", "title", "rationale") if not args.get(k)]
+        if missing:
+            return None, f"write_finding needs {', '.join(missing)}"
+        columns = args["columns"]
+        if isinstance(columns, str):
+            columns = [columns]
+        if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+            return None, "columns must be a list of column names"
+        texts = {k: args.get(k) for k in known - {"columns"}}
+        if any(v is not None and not isinstance(v, str) for v in texts.values()):
+            return None, "every write_finding argument but columns must be text"
+        proposal = cls(**{**{k: v for k, v in texts.items() if v is not None},
+                          "columns": tuple(sorted(set(columns)))})
+        if proposal.category not in CATEGORIES:
+            return None, (f"category {proposal.category!r} is not in the taxonomy: "
+                          + ", ".join(CATEGORIES))
+        if proposal.predicate is None and proposal.count_sql is None \
+                and proposal.category != "schema_drift":
+            return None, "give a row predicate (WHERE clause over `view`) or a count_sql"
+        if proposal.count_sql is not None and proposal.denominator_sql is None:
+            return None, "a count_sql needs its denominator_sql"
+        return proposal, None
+
+    def queries(self, key_columns: tuple[str, ...]) -> tuple[str, str, str | None] | None:
+        """(count, denominator, examples) SQL, or None for a schema-metadata finding."""
+        if self.predicate is not None:
+            where = f"FROM {self.view} WHERE ({self.predicate})"
+            shown = ", ".join(_capped(c) for c in dict.fromkeys([*key_columns, *self.columns]))
+            return (f"SELECT count(*) {where}", f"SELECT count(*) FROM {self.view}",
+                    f"SELECT {shown} {where} ORDER BY _file, _row LIMIT {MAX_EXAMPLES}")
+        if self.count_sql is not None:
+            return self.count_sql, self.denominator_sql or "", self.examples_sql
+        return None
+
+
+def _capped(column: str) -> str:
+    quoted = '"' + column.replace('"', '""') + '"'
+    if column in ("_file", "_row"):
+        return quoted
+    return f"CASE WHEN typeof({quoted}) = 'VARCHAR' THEN left(CAST({quoted} AS VARCHAR), 120) " \
+           f"ELSE CAST({quoted} AS VARCHAR) END AS {quoted}"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    count_sql: str | None
+    denominator_sql: str | None
+    examples_sql: str | None
+    count: int
+    denominator: int
+    examples: tuple[dict, ...] = ()
+    source: str = "sql"  # sql | schema
+
+    @property
+    def fraction(self) -> float:
+        return self.count / self.denominator if self.denominator else 0.0
+
+    def interval(self) -> tuple[float, float]:
+        """The 95 % Wilson score interval of the affected fraction."""
+        return wilson(self.count, self.denominator)
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    if n <= 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass(frozen=True)
+class Finding:
+    key: str
+    lineage: str
+    snapshot_id: str
+    category: str
+    columns: tuple[str, ...]
+    title: str
+    rationale: str
+    severity: str
+    derived_severity: str
+    severity_reason: str | None
+    predicate: str | None
+    view: str
+    fingerprint: str
+    evidence: Evidence
+    step: int
+    status: str = "open"  # open | dismissed
+    dismissed_reason: str | None = None
+    evaluations: tuple[dict, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["fraction"] = self.evidence.fraction
+        data["interval"] = list(self.evidence.interval())
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Finding:
+        names = set(cls.__dataclass_fields__)
+        values = {k: v for k, v in data.items() if k in names}
+        ev = dict(values["evidence"])
+        ev["examples"] = tuple(ev.get("examples") or ())
+        values["evidence"] = Evidence(**ev)
+        values["columns"] = tuple(values["columns"])
+        values["evaluations"] = tuple(values.get("evaluations") or ())
+        return cls(**values)
+
+
+def fingerprint(sql: str) -> str:
+    """A hash of `sql`'s DuckDB parse tree without source positions (`fp:` + 32 hex)."""
+    con = duckdb.connect(":memory:")
+    try:
+        (text,) = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
+    finally:
+        con.close()
+    tree = json.loads(text)
+    if tree.get("error"):
+        raise ValueError(f"the count query does not parse: {tree.get('error_message')}")
+    canonical = json.dumps(_strip_positions(tree["statements"]), sort_keys=True, separators=(",", ":"))
+    return "fp:" + hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def _strip_positions(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _strip_positions(v) for k, v in node.items() if k not in _POSITION_KEYS}
+    if isinstance(node, list):
+        return [_strip_positions(v) for v in node]
+    return node
+
+
+def finding_key(lineage: str, category: str, columns: tuple[str, ...], print_: str) -> str:
+    material = json.dumps([lineage, category, sorted(columns), print_], separators=(",", ":"))
+    return "F-" + hashlib.sha256(material.encode()).hexdigest()[:16]

@@ -1,0 +1,108 @@
+"""report.html of an audit run: findings with their SQL, counts, examples and gate records;
+dismissed findings; the diff; every evaluation; the step trace.
+
+One self-contained static page: every string from the data is HTML-escaped (`html.escape`), the
+page has no script at all, and its Content-Security-Policy allows only its own inline style (by
+hash), so hostile cell text can neither run nor fetch anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from html import escape
+from typing import Any
+
+from parquet_agent.audit.finding import Finding
+
+_CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
+h1{font-size:1.4em}h2{margin-top:1.6em;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ddd;padding:2px 6px;
+vertical-align:top;text-align:left}code,pre{font:12px ui-monospace,monospace;white-space:pre-wrap}
+.PASS{color:#176f2c}.WARN{color:#8a6100}.FAIL{color:#b00020}.sev{font-weight:bold}
+details{margin:.5em 0;padding:.3em .6em;border:1px solid #e3e3e3;border-radius:4px}"""
+
+
+def _csp() -> str:
+    digest = base64.b64encode(hashlib.sha256(_CSS.encode()).digest()).decode()
+    return f"default-src 'none'; style-src 'sha256-{digest}'"
+
+
+def escape_text(value: Any) -> str:
+    if not isinstance(value, str):
+        value = json.dumps(value, ensure_ascii=False, default=str)
+    return escape(value, quote=True)
+
+
+def table_html(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
+    if not rows:
+        return "<p>none</p>"
+    columns = columns or list(dict.fromkeys(k for r in rows for k in r))
+    head = "".join(f"<th>{escape_text(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{_cell(c, r.get(c))}</td>" for c in columns) + "</tr>"
+                   for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _cell(column: str, value: Any) -> str:
+    if column == "verdict" and value in ("PASS", "WARN", "FAIL"):
+        return f'<span class="{value}">{value}</span>'
+    text = escape_text(value if value is not None else "")
+    return text[:2000]
+
+
+def evaluations_table(evaluations: list[dict] | tuple) -> str:
+    return table_html([{k: e.get(k) for k in ("step", "gate", "evaluator", "verdict", "critique", "raw")}
+                   for e in evaluations])
+
+
+def finding_html(f: Finding) -> str:
+    ev = f.evidence
+    low, high = ev.interval()
+    return (
+        f"<details open><summary><span class='sev'>[{escape_text(f.severity)}]</span> <code>{escape_text(f.key)}</code> "
+        f"{escape_text(f.category)}: {escape_text(f.title)} — {ev.count} of {ev.denominator} "
+        f"({ev.fraction:.3%}, 95% {low:.3%}–{high:.3%})</summary>"
+        f"<p>columns: <code>{escape_text(', '.join(f.columns))}</code>; severity by rule: "
+        f"{escape_text(f.derived_severity)}{'; lowered: ' + escape_text(f.severity_reason) if f.severity_reason else ''}"
+        f"; proposed at step {f.step}</p><p>{escape_text(f.rationale)}</p>"
+        f"<p>count SQL</p><pre>{escape_text(ev.count_sql or '(from the snapshot schemas)')}</pre>"
+        f"<p>denominator SQL</p><pre>{escape_text(ev.denominator_sql or '')}</pre>"
+        f"<p>examples SQL</p><pre>{escape_text(ev.examples_sql or '')}</pre>"
+        f"{table_html(list(ev.examples))}<p>gate records</p>{evaluations_table(f.evaluations)}</details>")
+
+
+def render(report) -> bytes:
+    counts = report.verdict_counts()
+    gates = [{"gate": g, **v} for g, v in counts.items()]
+    diff_rows = [{"status": s, "keys": ", ".join(keys)} for s, keys in report.diff.items()]
+    rechecks = [{"key": r["key"], "title": r["title"], "status": r["status"],
+                 "before": r["before"], "after": r.get("after"), "reason": r.get("reason")}
+                for r in report.rechecks]
+    dismissed = "".join(
+        f"<details><summary>{escape_text(d.get('category'))}: {escape_text(d.get('title'))}</summary>"
+        f"<p>reason: {escape_text(d.get('dismissed_reason'))}</p><pre>{escape_text(d.get('predicate') or '')}</pre>"
+        f"{evaluations_table(d.get('evaluations') or [])}</details>" for d in report.dismissed) or "<p>none</p>"
+    steps = [{k: s.get(k) for k in ("step", "tool", "arguments", "gate", "ok", "confidence",
+                                    "critique", "finding_action", "usage", "cost_usd")}
+             for s in report.steps]
+    body = (
+        f"<h1>Audit {escape_text(report.run_id)} of {escape_text(report.lineage)}</h1>"
+        f"<p>status <b>{escape_text(report.status)}</b>: {escape_text(report.reason)}<br>snapshot "
+        f"<code>{escape_text(report.snapshot_id)}</code>; model {escape_text(report.model)}; {len(report.steps)} "
+        f"steps, {report.tokens} tokens, cost {escape_text(report.cost_usd)} USD</p>"
+        f"<h2>Gate verdicts</h2>{table_html(gates, ['gate', 'PASS', 'WARN', 'FAIL'])}"
+        f"<h2>Findings ({len(report.findings)})</h2>"
+        + "".join(finding_html(f) for f in report.findings)
+        + f"<h2>Dismissed ({len(report.dismissed)})</h2>{dismissed}"
+        f"<h2>Diff against {escape_text(report.previous_run or 'no previous run')}</h2>{table_html(diff_rows)}"
+        f"<p>re-checked without the model</p>{table_html(rechecks)}"
+        f"<h2>Coverage</h2><pre>{escape_text(json.dumps(report.coverage, indent=1, default=str))}</pre>"
+        f"<h2>Every evaluation</h2>{evaluations_table(report.evaluations)}"
+        f"<h2>Steps</h2>{table_html(steps)}")
+    page = (f"<!doctype html><html><head><meta charset='utf-8'>"
+            f"<meta http-equiv='Content-Security-Policy' content=\"{_csp()}\">"
+            f"<title>audit {escape_text(report.run_id)}</title><style>{_CSS}</style></head>"
+            f"<body>{body}</body></html>")
+    return page.encode("utf-8")

@@ -1,0 +1,159 @@
+"""The audit's state: the fold of its journal, and the compact summary the model sees.
+
+`AuditState.fold(events)` rebuilds everything from `audit.jsonl` (used live and on resume, so
+both take one path); `apply(step_done)` advances it by one step. `summary()` is what the model
+gets each step instead of a growing transcript: schema, profiles so far, the last queries,
+findings committed and dismissed, history, pending critiques and the budget left.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from parquet_agent.audit.finding import Finding
+from parquet_agent.audit.rules import call_signature
+from parquet_agent.store.journal import Event
+
+SHOWN_QUERIES = 8
+SHOWN_QUERY_CHARS = 1500
+
+
+@dataclass
+class AuditState:
+    """Mutable on purpose: only `fold`/`apply` change it, one step at a time."""
+
+    started: dict[str, Any] = field(default_factory=dict)
+    history: dict[str, Any] = field(default_factory=dict)
+    schema: dict[str, Any] | None = None
+    profiles: dict[str, Any] = field(default_factory=dict)
+    queries: list[dict[str, Any]] = field(default_factory=list)
+    findings: dict[str, Finding] = field(default_factory=dict)
+    dismissed: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[str] = field(default_factory=list)
+    tried: set[str] = field(default_factory=set)
+    skipped: dict[str, str] = field(default_factory=dict)
+    evaluations: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)  # step_model + step_done, merged
+    pending: dict[str, Any] | None = None  # a step_model whose step is not done (resume)
+    tool_calls: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    cost_known: bool = True
+    concluded: dict[str, Any] | None = None
+    finished: dict[str, Any] | None = None
+
+    @classmethod
+    def fold(cls, events: tuple[Event, ...]) -> AuditState:
+        state = cls()
+        for event in events:
+            state.feed(event.event, event.data)
+        return state
+
+    def feed(self, event: str, data: dict[str, Any]) -> None:
+        """Fold one journal event in (the live loop feeds each event it writes)."""
+        if event == "audit_started":
+            self.started = data
+        elif event == "history_checked":
+            self.history = data
+        elif event == "step_model":
+            self.model_step(data)
+        elif event == "evaluation":
+            self.evaluations.append(data["evaluation"])
+        elif event == "step_done":
+            self.apply(data)
+        elif event == "audit_finished":
+            self.finished = data
+
+    @property
+    def next_step(self) -> int:
+        return len(self.steps) + 1
+
+    def model_step(self, data: dict[str, Any]) -> None:
+        self.pending = data
+        usage = data.get("usage") or {}
+        self.tokens += (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
+        if data.get("cost_usd") is None:
+            self.cost_known = False
+        else:
+            self.cost_usd += data["cost_usd"]
+
+    def apply(self, done: dict[str, Any]) -> None:
+        """Advance by one finished step (the `step_done` payload)."""
+        model = self.pending or {}
+        self.pending = None
+        self.steps.append({**{k: model.get(k) for k in ("reasoning", "confidence", "usage",
+                                                         "cost_usd", "raw")}, **done})
+        if done["gate"] == "FAIL" or done.get("tool") is None:
+            return
+        tool, args = done["tool"], done["arguments"]
+        self.calls.append(call_signature(tool, args))
+        if tool in ("schema_sample", "run_query", "get_stats"):
+            self.tool_calls += 1
+        if tool == "schema_sample" and done["ok"]:
+            self.schema = done["output"]
+        elif tool == "get_stats" and done["ok"]:
+            self.profiles[args["column"]] = done["output"]
+        elif tool == "run_query":
+            self.queries.append({"step": done["step"], "sql": args.get("sql"), "ok": done["ok"],
+                                 "output": done["output"], "error": done.get("error")})
+        elif tool == "write_finding":
+            self._finding(done)
+        elif tool == "conclude":
+            self.skipped.update(args.get("skipped") or {})
+            self.concluded = done.get("conclude")
+
+    def _finding(self, done: dict[str, Any]) -> None:
+        self.tried.add(done["arguments"].get("category", "?"))
+        finding = done.get("finding")
+        if finding is None:
+            return
+        if done["finding_action"] in ("committed", "updated"):
+            self.findings[finding["key"]] = Finding.from_json(finding)
+        else:
+            self.dismissed.append(finding)
+
+    def budget_left(self, config) -> dict[str, float | None]:
+        return {
+            "steps": config.max_steps - len(self.steps),
+            "tool_calls": config.max_tool_calls - self.tool_calls,
+            "tokens": None if config.max_tokens is None else config.max_tokens - self.tokens,
+            "cost_usd": None if config.max_cost_usd is None else round(
+                config.max_cost_usd - self.cost_usd, 6),
+        }
+
+    def summary(self, config) -> dict[str, Any]:
+        """The compact state the model sees this step."""
+        critiques = [f"step {s['step']}: {s['critique']}" for s in self.steps[-2:]
+                     if s.get("critique")]
+        return {
+            "dataset": self.started.get("dataset"),
+            "schema_sample": self.schema,
+            "profiles": self.profiles,
+            "profiled": sorted(self.profiles),
+            "queries": [_shown_query(q) for q in self.queries[-SHOWN_QUERIES:]],
+            "findings": [_shown_finding(f) for f in self.findings.values()],
+            "dismissed": [{"title": d.get("title"), "category": d.get("category"),
+                           "columns": d.get("columns"), "reason": d.get("dismissed_reason")}
+                          for d in self.dismissed],
+            "categories_tried": sorted(self.tried),
+            "history": self.history.get("rechecks", []),
+            "critiques": critiques,
+            "budget_left": self.budget_left(config),
+        }
+
+
+def _shown_query(query: dict[str, Any]) -> dict[str, Any]:
+    text = json.dumps(query["output"] if query["ok"] else query["error"], ensure_ascii=False,
+                      default=str)
+    if len(text) > SHOWN_QUERY_CHARS:
+        text = text[:SHOWN_QUERY_CHARS] + f"... ({len(text)} characters, cut)"
+    return {"step": query["step"], "sql": query["sql"], "ok": query["ok"], "result": text}
+
+
+def _shown_finding(finding: Finding) -> dict[str, Any]:
+    return {"key": finding.key, "category": finding.category, "columns": list(finding.columns),
+            "title": finding.title, "severity": finding.severity,
+            "count": finding.evidence.count, "denominator": finding.evidence.denominator,
+            "predicate": finding.predicate}

@@ -1,0 +1,263 @@
+"""The Ray engine on a real local Ray cluster: a head and a second node process (`ray start`),
+a grid of 12 cases against the fake OpenAI server (official SDK over HTTP).
+
+Checked: a node's actor worker process killed mid-run (SIGKILL) -> every case completes once,
+each answer turn is recorded once, the server saw a repeated call only for a case that was in
+flight on the killed process, `Run.verify()` is clean and the exports have the same shape as a
+local run's; a node whose corpus differs is refused by name and never used; the driver killed
+mid-run -> `--resume` on the local engine finishes the run; a whole node (its raylet) killed ->
+its cases finish on the other node. The cluster is stopped even when a test fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import psutil
+import pyarrow.parquet as pq
+import pytest
+
+from parquet_agent.engine import EngineConfig
+from parquet_agent.errors import EngineError
+from parquet_agent.experiment import Experiment
+from parquet_agent.experiment_config import load_config
+from parquet_agent.models.fakes import openai_server
+from parquet_agent.store import RunStore
+from tests.engine.grid import GridScript, harness_answers, write_config
+from tests.harness_corpus import make_harness_corpus
+
+pytestmark = pytest.mark.ray
+pytest.importorskip("ray", reason="Ray is not installed here: pip install 'parquet_agent[ray]' "
+                                  "(.ci/run installs it, so CI never skips)")
+
+from tests.engine.ray_cluster import LocalRayCluster  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = {"FAKE_OPENAI_KEY": "sk-test"}
+GRID = 12  # 3 questions x 2 models x 2 strategies
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with LocalRayCluster(2, names=["node-0", "node-1"]) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return make_harness_corpus(tmp_path_factory.mktemp("ray-corpus") / "corpus")
+
+
+def _engine(cluster, **extra) -> str:
+    lines = [f'kind = "ray"', f'address = "{cluster.address}"', "case_workers_per_node = 2"]
+    lines += [f"{k} = {json.dumps(v)}" for k, v in extra.items() if not isinstance(v, dict)]
+    table = "".join(f"\n[engine.{k}]\n" + "".join(f'"{a}" = "{b}"\n' for a, b in v.items())
+                    for k, v in extra.items() if isinstance(v, dict))
+    return "[engine]\n" + "\n".join(lines) + "\n" + table
+
+
+def _node_workers(cluster, node: str) -> list[psutil.Process]:
+    """The NodeWorker actor processes running under node `node`'s raylet."""
+    found = []
+    for raylet in cluster.node_processes(node):
+        for proc in raylet.children(recursive=True):
+            try:
+                if "NodeWorker" in " ".join(proc.cmdline()) or "NodeWorker" in proc.name():
+                    found.append(proc)
+            except psutil.Error:
+                continue
+    return found
+
+
+def _started_on(run_dir: Path, node: str) -> bool:
+    """Whether a case journal of `run_dir` already has a case_started from `node`."""
+    for path in (run_dir / "journal").glob("*.jsonl"):
+        try:
+            if f'"node":"{node}"' in path.read_text(errors="replace"):
+                return True
+        except OSError:  # sealed (renamed to .gz) while we looked
+            continue
+    return False
+
+
+def _kill_when(script: GridScript, calls: int, victims, done: list,
+               run_dir: Path) -> threading.Thread:
+    """Kill `victims()` once the server saw `calls` answer calls and node-1 has a case."""
+    def kill() -> None:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not (
+                sum(script.calls.values()) >= calls and _started_on(run_dir, "node-1")):
+            time.sleep(0.05)
+        for proc in victims():
+            proc.send_signal(signal.SIGKILL)
+            done.append(proc.pid)
+
+    thread = threading.Thread(target=kill, daemon=True)
+    thread.start()
+    return thread
+
+
+def _events(run, name: str) -> list:
+    return [e for evs in run.all_events().values() for e in evs if e.event == name]
+
+
+def _check_complete_once(run) -> None:
+    assert run.verify().ok, str(run.verify())
+    events = run.all_events()
+    cases = [c for c in events if c != "_run"]
+    assert len(cases) == GRID
+    for cid in cases:
+        finished = [e for e in events[cid] if e.event == "case_finished"]
+        assert len(finished) == 1 and finished[0].data["status"] == "complete", cid
+        turns = [e.data["turn"] for e in events[cid] if e.event == "model_turn"]
+        assert sorted(turns) == sorted(set(turns)), f"{cid}: a turn was recorded twice"
+
+
+def _shape(value):
+    if isinstance(value, dict):
+        return {k: _shape(v) for k, v in sorted(value.items())}
+    if isinstance(value, list):
+        return [_shape(value[0])] if value else []
+    return type(value).__name__ if value is not None else None
+
+
+def _export_shape(run_dir: Path) -> dict:
+    files = sorted(p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*")
+                   if p.is_file() and p.parts[len(run_dir.parts)] not in ("raw", "journal")
+                   and p.name != ".lock")
+    record = json.loads((run_dir / "cases" / "Q001__fake-a__sql.json").read_text())
+    index = json.loads((run_dir / "cases-index.json").read_text())
+    return {"files": files, "record": sorted(record), "index": _shape(index["cases"][0])}
+
+
+def test_a_killed_node_worker_reruns_its_cases_elsewhere_and_the_run_matches_a_local_one(
+        cluster, corpus, tmp_path):
+    script = GridScript(harness_answers(corpus), latency_s=0.3)
+    killed: list[int] = []
+    with openai_server(script) as server:
+        config = write_config(tmp_path / "ray.toml", corpus, tmp_path / "runs", server.url,
+                              engine=_engine(cluster))
+        killer = _kill_when(script, 10, lambda: _node_workers(cluster, "node-1"), killed,
+                            tmp_path / "runs" / "ray")
+        run = Experiment.from_toml(config, env=ENV, progress=False).run(tmp_path / "runs" / "ray")
+        killer.join(timeout=5)
+    assert killed, "the node-1 worker was never found to kill"
+    _check_complete_once(run)
+    lost = [e for e in _events(run, "case_failed") if e.data["error_type"] == "NodeLost"]
+    assert lost, "no case was in flight on the killed worker"
+    assert all("node-1" in e.data["message"] for e in lost)
+    # a call repeated at the server only where a lost case's in-flight call was cut off
+    assert sum(n - 1 for n in script.duplicates().values()) <= len(lost)
+    finished = [e for e in run.run_events() if e.event == "run_finished"][-1].data["engine"]
+    assert sum(n["lost"] for n in finished["nodes"].values()) == len(lost)
+    assert sum(n["cases"] for n in finished["nodes"].values()) == GRID
+    assert finished["write_round_trip"]["count"] > 0
+    nodes = {e.data.get("node") for e in _events(run, "case_started")}
+    assert nodes == {"node-0", "node-1"}
+    engine = run.manifest["engine"]
+    assert [n["name"] for n in engine["nodes"]] == ["node-0", "node-1"]
+    assert all(n["sandbox_mode"] for n in engine["nodes"])
+    figures = run.run_figures()["nodes"]  # where each case finished, from the journals
+    assert {name: f["cases"] for name, f in figures.items()} == {
+        label.split("/")[0]: n["cases"] for label, n in finished["nodes"].items() if n["cases"]}
+
+    local_script = GridScript(harness_answers(corpus))
+    with openai_server(local_script) as server:
+        config = write_config(tmp_path / "local.toml", corpus, tmp_path / "runs", server.url)
+        local = Experiment.from_toml(config, env=ENV, progress=False).run(
+            tmp_path / "runs" / "local")
+    _check_complete_once(local)
+    assert "engine" not in local.manifest
+    assert _export_shape(run.dir) == _export_shape(local.dir)
+    assert run.cases_df()["correctness"].tolist() == local.cases_df()["correctness"].tolist()
+
+
+def test_a_node_whose_corpus_differs_is_refused_by_name_and_never_used(cluster, corpus,
+                                                                       tmp_path):
+    altered = tmp_path / "altered"
+    altered.mkdir()
+    for f in corpus.iterdir():
+        if f.is_file():
+            (altered / f.name).write_bytes(f.read_bytes())
+    pq.write_table(pq.read_table(corpus / "2025-02.parquet"), altered / "2025-02.parquet",
+                   compression="gzip")
+    script = GridScript(harness_answers(corpus))
+    with openai_server(script) as server:
+        config = write_config(tmp_path / "refuse.toml", corpus, tmp_path / "runs", server.url,
+                              engine=_engine(cluster, corpus_by_node={"node-1": str(altered)}))
+        run = Experiment.from_toml(config, env=ENV, progress=False).run(tmp_path / "runs" / "r")
+        _check_complete_once(run)
+        refused = run.manifest["engine"]["refused"]
+        assert [r["name"] for r in refused] == ["node-1"]
+        assert "2025-02.parquet" in refused[0]["refused"] and "node-1" in refused[0]["refused"]
+        assert {e.data.get("node") for e in _events(run, "case_started")} == {"node-0"}
+
+        every = write_config(tmp_path / "none.toml", corpus, tmp_path / "runs", server.url,
+                             engine=_engine(cluster, corpus=str(altered)))
+        with pytest.raises(EngineError) as err:
+            Experiment.from_toml(every, env=ENV, progress=False).run(tmp_path / "runs" / "none")
+    message = str(err.value)
+    assert "node-0" in message and "node-1" in message and "2025-02.parquet" in message
+
+
+def test_a_killed_driver_is_finished_by_a_local_resume(cluster, corpus, tmp_path):
+    script = GridScript(harness_answers(corpus), latency_s=0.3)
+    run_dir = tmp_path / "runs" / "driver"
+    with openai_server(script) as server:
+        config = write_config(tmp_path / "ray.toml", corpus, tmp_path / "runs", server.url,
+                              engine=_engine(cluster))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "parquet_agent", "run", str(config), "--run-dir",
+             str(run_dir), "--quiet"], cwd=REPO, env=dict(os.environ, **ENV),
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 240
+        while sum(script.calls.values()) < 12 and proc.poll() is None:
+            assert time.monotonic() < deadline, "the Ray run made no progress"
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        proc.stderr.close()
+        with RunStore(run_dir.parent).open(run_dir) as killed:
+            unfinished = [c for c in killed.case_ids() if c not in killed.completed_cases()]
+        assert unfinished, "the driver finished before it was killed"
+        local = replace(load_config(config), engine=EngineConfig())
+        run = Experiment(local, env=ENV, progress=False).run(run_dir, resume=True)
+    _check_complete_once(run)
+    assert sum(n - 1 for n in script.duplicates().values()) <= len(unfinished)
+    assert run.manifest["engine"]["kind"] == "ray"
+    sessions = [e.data["engine"] for e in run.run_events() if e.event == "run_started"]
+    assert [s["kind"] for s in sessions] == ["ray", "local"]
+
+
+def test_a_whole_node_killed_mid_run_finishes_on_the_other(cluster, corpus, tmp_path):
+    """Runs last: node-1 does not come back."""
+    script = GridScript(harness_answers(corpus), latency_s=0.3)
+    killed: list[int] = []
+    with openai_server(script) as server:
+        config = write_config(tmp_path / "ray.toml", corpus, tmp_path / "runs", server.url,
+                              engine=_engine(cluster))
+        killer = _kill_when(script, 10, lambda: cluster.node_processes("node-1"), killed,
+                            tmp_path / "runs" / "n")
+        run = Experiment.from_toml(config, env=ENV, progress=False).run(tmp_path / "runs" / "n")
+        killer.join(timeout=5)
+    assert killed, "node-1's raylet was never found to kill"
+    _check_complete_once(run)
+    lost = [e for e in _events(run, "case_failed") if e.data["error_type"] == "NodeLost"]
+    assert lost and sum(n - 1 for n in script.duplicates().values()) <= len(lost)
+    last = {}
+    for cid, evs in run.all_events().items():
+        starts = [e.data.get("node") for e in evs if e.event == "case_started"]
+        if starts:
+            last[cid] = starts[-1]
+    assert all(last[e_cid] == "node-0" for e_cid in
+               {cid for cid, evs in run.all_events().items()
+                if any(e.event == "case_failed" for e in evs)})
