@@ -328,7 +328,7 @@ class _CaseLoop:
             error_message=result.error.message if result.error else None,
             budgeted=budgeted, dispatched=dispatched, cache_hit=result.cache_hit,
             timings=asdict(result.timings), worker_id=result.worker_id,
-            peak_rss_bytes=result.peak_rss_bytes)
+            peak_rss_bytes=result.peak_rss_bytes, skip_index=result.skip_index)
         if self.journal is not None:
             self.journal.append(event)
         return event

@@ -151,7 +151,7 @@ def _tool_call(event: Event) -> dict[str, Any]:
         "budgeted": d.get("budgeted"), "dispatched": d.get("dispatched"),
         "cache_hit": bool(d.get("cache_hit")), "timings": d.get("timings") or {},
         "worker_id": d.get("worker_id"), "peak_rss_bytes": d.get("peak_rss_bytes"),
-        "offsets": _offsets(d.get("output")), "output": d.get("output"),
+        "skip_index": d.get("skip_index"), "offsets": _offsets(d.get("output")), "output": d.get("output"),
         "model_text": None if from_output else text, "model_text_is_output_json": from_output,
         "at": event.at,
     }
