@@ -125,7 +125,8 @@ class Experiment:
         # one sandbox for the whole grid: one fork server and one data-worker gate, so "one
         # data tool at a time" holds across strategies; each strategy gets a view of it
         reader = Tools.open(config.corpus, "sql+stream", cache=config.limits.cache,
-                            data_workers=config.limits.data_workers, snapshot=snapshot)
+                            data_workers=config.limits.data_workers, snapshot=snapshot,
+                            skip_index=config.limits.skip_index)
         tools: dict[str, Any] = {s: NoTools() if s == NO_TOOLS else reader.for_strategy(s)
                                  for s in config.strategies}
         engine: CaseEngine | None = None

@@ -52,6 +52,7 @@ FILTER_BITS = 14  # 2**14 bits = 2 KiB per ~128 KiB page of Markdown (~6 % of it
 STOP_BITS = 20  # the stop-gram table: 2**20 booleans
 STOP_SHARE = 0.25  # a gram in more than this share of the sampled pages is a stop gram
 STOP_SAMPLE = 512  # pages sampled (evenly spaced) to find stop grams
+STOP_MIN_PAGES = 64  # fewer pages: no stop grams (a small corpus's "common" grams are its names)
 CHUNK = 64  # pages summarised at once before their bits are packed (a multiple of 8)
 _MUL = 0x9E3779B1  # odd 32-bit multipliers (Fibonacci hashing and murmur3's c2)
 _MUL_STOP = 0x85EBCA6B
@@ -143,6 +144,8 @@ def _stop_table(sample_texts: list[bytes], n: int, table_bits: int = STOP_BITS) 
     """Hashed stop grams: slots hit by grams of more than STOP_SHARE of the sampled pages
     (counted per slot, so a slot is a stop slot if its grams together are that common)."""
     counts = np.zeros(1 << table_bits, np.int32)
+    if len(sample_texts) < STOP_MIN_PAGES:
+        return counts > 0
     seen = np.zeros(1 << table_bits, bool)
     for text in sample_texts:
         seen[:] = False
