@@ -164,7 +164,7 @@ class _Page:
     first_row: int
     rows: int
     offset: int  # -1: the row group is not readable by page (summary: every bit set)
-    size: int
+    size: int  # page bytes; for offset -1, the column chunk's uncompressed bytes
 
 
 @dataclass(frozen=True)
@@ -194,8 +194,10 @@ def _walk_pages(folder: Path, snapshot: CorpusSnapshot) -> tuple[list[_Page], di
                     formats[(entry.name, g)] = column_format(meta, g, column)
                 except PageFormatError:
                     spans = None
-                if spans is None:
-                    pages.append(_Page(entry.name, g, 0, meta.row_group(g).num_rows, -1, 0))
+                if spans is None:  # size: the chunk's text bytes, for the worker's memory budget
+                    chunk = meta.row_group(g).column(column)
+                    pages.append(_Page(entry.name, g, 0, meta.row_group(g).num_rows, -1,
+                                       chunk.total_uncompressed_size))
                     continue
                 pages.extend(_Page(entry.name, g, s.first_row, s.rows, s.offset, s.size) for s in spans)
         finally:
@@ -268,9 +270,10 @@ def _summarise(pages: list[_Page], rule: GramRule, fds: dict, formats: dict):
         chunk = np.zeros((slots, CHUNK), bool)
         for j, page in enumerate(pages[lo : lo + CHUNK]):
             text = _page_text(page, fds, formats)
-            if text is None:
+            if text is None:  # never ruled out; its size bounds what reading it costs
                 chunk[:, j] = True
                 unsafe[lo + j] = True
+                text_bytes[lo + j] = page.size if page.offset < 0 else 8 * page.size
                 continue
             text_bytes[lo + j] = len(text)
             unsafe[lo + j] = any(b in text for b in _UNSAFE_BYTES)

@@ -27,6 +27,7 @@ COLUMN = "parsed_md"
 _SUBSTRING = {"contains", "starts_with", "prefix", "^@", "ends_with", "suffix"}
 _LIKE = {"~~": False, "like_escape": False, "~~*": True, "ilike_escape": True}
 _REGEX_OPTIONS = set("cilmnpsg")
+_PIECES = {"substr", "substring", "left", "right", "trim", "ltrim", "rtrim"}  # a substring of the text
 _REGEX_CLASS_ESCAPES = set("dDwWsSbBAz")
 _REGEX_CHAR_ESCAPES = set("ntrfva")  # \n etc.: one known character, kept out of runs for simplicity
 
@@ -56,7 +57,7 @@ def _collect(node: Any, reads: list, ctes: list) -> None:
         if isinstance(item, dict):
             if _is_filings(item):
                 reads.append(None)
-            if item.get("type") == "SELECT_NODE" and _is_filings(item.get("from_table")):
+            if item.get("type") == "SELECT_NODE" and _is_plain_filings(item.get("from_table")):
                 reads.append(item)
             cte_map = item.get("cte_map")
             if isinstance(cte_map, dict):
@@ -72,6 +73,12 @@ def _collect(node: Any, reads: list, ctes: list) -> None:
 def _is_filings(item: Any) -> bool:
     return (isinstance(item, dict) and item.get("type") == "BASE_TABLE"
             and str(item.get("table_name", "")).lower() == TABLE)
+
+
+def _is_plain_filings(item: Any) -> bool:
+    """`filings` named without schema or catalog (the registered candidate table is no view in
+    `main`, so `main.filings` is left to the scan)."""
+    return _is_filings(item) and not item.get("schema_name") and not item.get("catalog_name")
 
 
 def _need(expr: Any):
@@ -130,16 +137,25 @@ def _all(parts: list[str] | None, fold: bool):
 
 
 def _column_fold(expr: Any) -> bool | None:
-    """False for `parsed_md`, True for `lower(parsed_md)`, None for anything else."""
+    """False for `parsed_md` (or a piece of it: substr, left, trim, ...), True for its lower
+    case, None for anything else. A piece of the text is a substring of it, so whatever a
+    piece contains, the whole contains too."""
     if not isinstance(expr, dict):
         return None
     if expr.get("class") == "COLUMN_REF":
         names = [str(n).lower() for n in expr.get("column_names", [])]
         return False if names and names[-1] == COLUMN and len(names) <= 2 else None
-    if expr.get("class") == "FUNCTION" and str(expr.get("function_name", "")).lower() in ("lower", "lcase"):
-        args = expr.get("arguments", [])
-        if len(args) == 1 and not expr.get("schema") and _column_fold(args[0].get("expression")) is False:
-            return True
+    name = str(expr.get("function_name", "")).lower()
+    args = expr.get("arguments") or []
+    if expr.get("class") != "FUNCTION" or expr.get("schema") or not args:
+        return None
+    inner = _column_fold(args[0].get("expression") if isinstance(args[0], dict) else None)
+    if inner is None:
+        return None
+    if name in ("lower", "lcase") and len(args) == 1:
+        return True
+    if name in _PIECES:
+        return inner
     return None
 
 

@@ -31,6 +31,8 @@ def need(con, sql: str):
     ("SELECT 1 FROM filings WHERE parsed_md LIKE '%a\\%b%'", AllOf((Literal("a\\"), Literal("b")))),
     ("SELECT 1 FROM filings WHERE starts_with(parsed_md, 'ACCESSION')", Literal("ACCESSION")),
     ("SELECT 1 FROM filings WHERE contains(lower(parsed_md), 'net loss')", Literal("net loss", True)),
+    ("SELECT 1 FROM filings WHERE contains(lower(substr(parsed_md, 1, 3000)), 'acme')", Literal("acme", True)),
+    ("SELECT 1 FROM filings WHERE left(trim(parsed_md), 50) LIKE '%Form 10-K%'", Literal("Form 10-K")),
     ("SELECT 1 FROM filings WHERE regexp_matches(parsed_md, 'substantial\\s+doubt')",
      AllOf((Literal("substantial"), Literal("doubt")))),
     ("SELECT 1 FROM filings WHERE regexp_matches(parsed_md, 'Acme Corp', 'i')", Literal("Acme Corp", True)),
@@ -53,6 +55,8 @@ def test_conditions_it_uses(con, sql, expected):
     "SELECT * FROM filings WHERE contains(parsed_md, 'x') OR year = 2025",  # OR with an unprunable branch
     "SELECT * FROM filings WHERE contains(file_stem, 'x')",
     "SELECT * FROM filings WHERE contains(upper(parsed_md), 'X')",
+    "SELECT * FROM filings WHERE contains(replace(parsed_md, 'a', 'b'), 'xbx')",
+    "SELECT * FROM filings WHERE contains(substr('abc', 1, 2), 'ab')",
     "SELECT * FROM filings WHERE contains(parsed_md, 'x') = false",
     "SELECT * FROM filings WHERE coalesce(contains(parsed_md, 'x'), true)",
     "SELECT * FROM filings WHERE parsed_md LIKE '%'",
@@ -63,6 +67,7 @@ def test_conditions_it_uses(con, sql, expected):
     "SELECT * FROM filings WHERE contains(parsed_md, 'x') UNION ALL SELECT * FROM filings",
     # filings in a join, a sample, or shadowed by a CTE of that name
     "SELECT * FROM filings, range(3) WHERE contains(parsed_md, 'x')",
+    "SELECT * FROM main.filings WHERE contains(parsed_md, 'x')",
     "SELECT * FROM filings TABLESAMPLE 10 ROWS WHERE contains(parsed_md, 'x')",
     "WITH filings AS (SELECT 'x' AS parsed_md) SELECT * FROM filings WHERE contains(parsed_md, 'x')",
     # the condition is not on the rows read from filings
