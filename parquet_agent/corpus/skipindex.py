@@ -7,10 +7,9 @@ pages that may match (`tools/prune.py` decides what a query requires).
 
 What a page's summary is (measured against alternatives in docs/architecture.md): the set of
 byte 4-grams of its text, ASCII letters folded to lower case, hashed with one hash function into
-a bloom filter of 2**14 bits. Grams that occur in more than a quarter of a sample of pages
-("stop grams", e.g. "the ", "tion") are left out on both sides (they prune nothing and would fill
-the filter); which grams are stop grams is a hashed table stored with the index, so the build and
-the query apply the same rule. The filters are stored bit-sliced (`bits[b]` is one bit per page
+a bloom filter of 2**14 bits (2 KiB a page). Leaving out common "stop grams" was measured and
+pruned worse at every threshold (bench/bench_skip_choice.py): a gram in half the pages still
+rules out the other half. The filters are stored bit-sliced (`bits[b]` is one bit per page
 for filter bit b): a literal with g grams reads g rows of P/8 bytes and ANDs them.
 
 Exactness (never a false negative):
@@ -23,8 +22,8 @@ Exactness (never a false negative):
 Row groups that cannot be read page by page get one summary with every bit set (always read).
 
 Files (`DIR/_skip/`, written to a temporary folder and swapped in): `skip.json` (schema_version,
-snapshot_id, parameters, counts), `bits.npy` (uint8 [2**bits, ceil(P/8)]), `stop.npy` (bool
-table), `pages.parquet` (file, row_group, first_row, rows, offset, size, text_bytes, fold_unsafe).
+snapshot_id, parameters, counts), `bits.npy` (uint8 [2**bits, ceil(P/8)]),
+`pages.parquet` (file, row_group, first_row, rows, offset, size, text_bytes, fold_unsafe).
 """
 
 from __future__ import annotations
@@ -49,13 +48,8 @@ SCHEMA_VERSION = 1
 SKIP_DIR = "_skip"
 GRAM = 4
 FILTER_BITS = 14  # 2**14 bits = 2 KiB per ~128 KiB page of Markdown (~6 % of its zstd bytes)
-STOP_BITS = 20  # the stop-gram table: 2**20 booleans
-STOP_SHARE = 0.25  # a gram in more than this share of the sampled pages is a stop gram
-STOP_SAMPLE = 512  # pages sampled (evenly spaced) to find stop grams
-STOP_MIN_PAGES = 64  # fewer pages: no stop grams (a small corpus's "common" grams are its names)
 CHUNK = 64  # pages summarised at once before their bits are packed (a multiple of 8)
-_MUL = 0x9E3779B1  # odd 32-bit multipliers (Fibonacci hashing and murmur3's c2)
-_MUL_STOP = 0x85EBCA6B
+_MUL = 0x9E3779B1  # an odd 32-bit multiplier (Fibonacci hashing)
 # Non-ASCII characters whose lower or upper case (DuckDB) or case folding (RE2) is ASCII:
 # 'İ' -> 'i', Kelvin sign -> 'k' (lower); 'ı' -> 'I', 'ſ' -> 'S' (upper). Checked against DuckDB
 # in tests/corpus/test_skipindex.py.
@@ -118,16 +112,13 @@ def _hash(values: np.ndarray, multiplier: int, bits: int) -> np.ndarray:
 
 
 class GramRule:
-    """Which filter bits a text sets: hashed grams minus the stop grams."""
+    """Which filter bits a text sets: its hashed grams."""
 
-    def __init__(self, stop: np.ndarray, n: int = GRAM, bits: int = FILTER_BITS):
-        self.stop, self.n, self.bits = stop, n, bits
-        self._stop_bits = int(np.log2(len(stop)))
+    def __init__(self, n: int = GRAM, bits: int = FILTER_BITS):
+        self.n, self.bits = n, bits
 
     def positions(self, data: bytes) -> np.ndarray:
-        v = gram_values(data, self.n)
-        v = v[~self.stop[_hash(v, _MUL_STOP, self._stop_bits)]]
-        return _hash(v, _MUL, self.bits)
+        return _hash(gram_values(data, self.n), _MUL, self.bits)
 
     def literal_positions(self, literal: Literal) -> np.ndarray | None:
         """Filter bits every page containing `literal` has set; None: no usable gram."""
@@ -138,20 +129,6 @@ class GramRule:
             parts = [self.positions(literal.text.encode("utf-8", "surrogatepass"))]
         found = np.unique(np.concatenate(parts)) if parts else np.empty(0, np.intp)
         return found if len(found) else None
-
-
-def _stop_table(sample_texts: list[bytes], n: int, table_bits: int = STOP_BITS) -> np.ndarray:
-    """Hashed stop grams: slots hit by grams of more than STOP_SHARE of the sampled pages
-    (counted per slot, so a slot is a stop slot if its grams together are that common)."""
-    counts = np.zeros(1 << table_bits, np.int32)
-    if len(sample_texts) < STOP_MIN_PAGES:
-        return counts > 0
-    seen = np.zeros(1 << table_bits, bool)
-    for text in sample_texts:
-        seen[:] = False
-        seen[_hash(gram_values(text, n), _MUL_STOP, table_bits)] = True
-        counts += seen
-    return counts > STOP_SHARE * max(1, len(sample_texts))
 
 
 # -- building --------------------------------------------------------------------------------
@@ -172,12 +149,11 @@ class SkipSummary:
     folder: Path
     pages: int
     bytes: int
-    stop_grams: int
     seconds: float
 
     def summary(self) -> str:
         return (f"skipping index: {self.pages:,} pages, {self.bytes / 2**20:.1f} MiB, "
-                f"{self.stop_grams:,} stop-gram slots, {self.seconds:.1f} s -> {self.folder / SKIP_DIR}")
+                f"{self.seconds:.1f} s -> {self.folder / SKIP_DIR}")
 
 
 def _walk_pages(folder: Path, snapshot: CorpusSnapshot) -> tuple[list[_Page], dict]:
@@ -229,13 +205,9 @@ def build_skip_index(folder: str | Path, *, snapshot: CorpusSnapshot | None = No
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
-        step = max(1, len(pages) // STOP_SAMPLE)
-        sample = [t for t in (_page_text(p, fds, formats) for p in pages[::step]) if t is not None]
-        rule = GramRule(_stop_table(sample, n), n, bits)
-        del sample
+        rule = GramRule(n, bits)
         matrix, text_bytes, unsafe = _summarise(pages, rule, fds, formats)
         np.save(tmp / "bits.npy", matrix)
-        np.save(tmp / "stop.npy", np.packbits(rule.stop, bitorder="little"))
         pq.write_table(pa.table({
             "file": [p.file for p in pages], "row_group": [p.row_group for p in pages],
             "first_row": [p.first_row for p in pages], "rows": [p.rows for p in pages],
@@ -246,7 +218,7 @@ def build_skip_index(folder: str | Path, *, snapshot: CorpusSnapshot | None = No
         size = sum(f.stat().st_size for f in tmp.iterdir())
         info = {"schema_version": SCHEMA_VERSION, "snapshot_id": snapshot.snapshot_id,
                 "gram": n, "filter_bits": bits, "pages": len(pages), "bytes": size,
-                "stop_slots": int(rule.stop.sum()), "files": [e.name for e in snapshot.files],
+                "files": [e.name for e in snapshot.files],
                 "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "build_seconds": round(seconds, 3)}
         (tmp / "skip.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
@@ -257,7 +229,7 @@ def build_skip_index(folder: str | Path, *, snapshot: CorpusSnapshot | None = No
     finally:
         for fd in fds.values():
             os.close(fd)
-    return SkipSummary(folder, len(pages), size, int(rule.stop.sum()), seconds)
+    return SkipSummary(folder, len(pages), size, seconds)
 
 
 def _summarise(pages: list[_Page], rule: GramRule, fds: dict, formats: dict):
@@ -301,8 +273,7 @@ class SkipIndex:
     def __init__(self, folder: Path, info: dict):
         base = folder / SKIP_DIR
         self.info = info
-        stop = np.unpackbits(np.load(base / "stop.npy"), bitorder="little").astype(bool)
-        self.rule = GramRule(stop, info["gram"], info["filter_bits"])
+        self.rule = GramRule(info["gram"], info["filter_bits"])
         self.bits = np.load(base / "bits.npy", mmap_mode="r")  # rows read on demand
         # ParquetFile.read starts no thread (a fork server must stay single-threaded)
         self.pages = pq.ParquetFile(base / "pages.parquet", pre_buffer=False).read(use_threads=False)
