@@ -130,9 +130,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rebuild", action="store_true", help="rebuild the skipping index, timed")
     ap.add_argument("--grid", type=int, default=0, help="cases of the baseline sql grid (0: skip it)")
     ap.add_argument("--literal", action="append", help="extra literal(s) to measure")
+    ap.add_argument("--out", type=Path, help="also write the JSON here after each section")
     args = ap.parse_args(argv)
     folder = args.corpus.resolve()
     out: dict = {"corpus": str(folder), "load_before": os.getloadavg()}
+
+    def save() -> None:  # a long run keeps what it measured so far
+        if args.out:
+            args.out.write_text(json.dumps(out, indent=2))
+
     if args.rebuild:
         out["build"] = timed_command(sys.executable, "-m", "parquet_agent", "corpus", "index",
                                      str(folder), "--skip-only")
@@ -157,10 +163,15 @@ def main(argv: list[str] | None = None) -> int:
                 out["false_positives"].append({
                     "literal": lit, "shape": shape, "candidates": int(cand.sum()), "true_pages": true,
                     "fp_rate": round((int(cand.sum()) - true) / negatives, 4) if negatives else None})
+                save()
         out["unprunable"] = [{"name": k, **_timed_pair(pruned, scan, q, args.repeats)} for k, q in UNPRUNABLE.items()]
+        save()
     if args.grid:
-        out["grid"] = {"with_index": _grid(folder, args.grid, True), "scan_only": _grid(folder, args.grid, False)}
+        out["grid"] = {"with_index": _grid(folder, args.grid, True)}
+        save()
+        out["grid"]["scan_only"] = _grid(folder, args.grid, False)
     out["load_after"] = os.getloadavg()
+    save()
     print(json.dumps(out, indent=2))
     return 0
 

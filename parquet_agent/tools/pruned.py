@@ -28,9 +28,11 @@ from parquet_agent.corpus.skipindex import SkipIndex
 from parquet_agent.tools.prune import required_text
 from parquet_agent.tools.sandbox import fd_path
 
-# Above these the scan is used: reading pages one by one in Python costs more per page than
-# DuckDB's scan, and candidate text is held in memory (1.5 GiB address space per worker).
-MAX_CANDIDATE_SHARE = 0.5
+# Above these the scan is used. Reading candidate pages costs several times DuckDB's scan per
+# byte (measured at 1/10 scale: ~14 ms vs ~2.3 ms of CPU per MiB of Markdown, bench/bench_skip_cpu.py),
+# and the candidate text is held in memory (1.5 GiB of address space per worker).
+MAX_CANDIDATE_SHARE = 0.15  # of the corpus's Markdown bytes, once past SMALL_TEXT
+SMALL_TEXT = 16 * 1024 * 1024  # candidates this small are read whatever their share
 MAX_CANDIDATE_TEXT = 256 * 1024 * 1024
 
 
@@ -50,16 +52,16 @@ class SkipReport:
 def pruned_filings(con: duckdb.DuckDBPyConnection, query: str, skip: SkipIndex,
                    reader: CandidateReader) -> tuple[pa.Table | None, SkipReport]:
     """(candidate rows, report), or (None, report) when the query should run as a scan."""
-    (text,) = con.execute("SELECT json_serialize_sql(?)", [query]).fetchone()
+    ((text,),) = con.execute("SELECT json_serialize_sql(?)", [query]).fetchall()
     need = required_text(json.loads(text))
     if need is None:
         return None, SkipReport(False, "no prunable condition on parsed_md", skip.count)
-    mask = skip.candidates(need)
-    chosen = np.flatnonzero(mask)
-    if len(chosen) > MAX_CANDIDATE_SHARE * skip.count:
+    chosen = np.flatnonzero(skip.candidates(need))
+    sizes = skip.pages.column("text_bytes").to_numpy()
+    text_bytes = int(sizes[chosen].sum())
+    if text_bytes > max(MAX_CANDIDATE_SHARE * int(sizes.sum()), SMALL_TEXT):
         return None, SkipReport(False, f"{len(chosen):,} of {skip.count:,} pages may match: scanned",
                                 skip.count, len(chosen))
-    text_bytes = int(skip.pages.column("text_bytes").to_numpy()[chosen].sum())
     if text_bytes > MAX_CANDIDATE_TEXT:
         return None, SkipReport(False, f"{text_bytes / 2**20:,.0f} MiB of candidate text: scanned",
                                 skip.count, len(chosen))
@@ -104,11 +106,11 @@ class CandidateReader:
         out = table.take(pa.array(rows))
         field = schema.field("parsed_md")
         return out.add_column(schema.get_field_index("parsed_md"), field,
-                              pa.array(texts, field.type)).select(schema.names)
+                              texts.cast(field.type)).select(schema.names)
 
-    def _texts(self, pages: list[dict], handle: pq.ParquetFile, group: int) -> list:
+    def _texts(self, pages: list[dict], handle: pq.ParquetFile, group: int) -> pa.Array:
         column = handle.schema_arrow.get_field_index("parsed_md")
-        texts: list = []
+        texts: list[bytes | None] = []
         try:
             codec, nullable = column_format(handle.metadata, group, column)
             for p in pages:
@@ -117,12 +119,13 @@ class CandidateReader:
                 values = read_values(self.files[p["file"]], p["offset"], p["size"], codec=codec, nullable=nullable)
                 if len(values) != p["rows"]:
                     raise PageFormatError("page rows differ from the index")
-                texts.extend(None if v is None else v.decode("utf-8") for v in values)
-            return texts
+                texts.extend(values)
+            # bytes -> binary -> string: UTF-8 checked by Arrow, no Python str per cell
+            return pa.array(texts, pa.binary()).cast(pa.string())
         except PageFormatError:  # the row group has them too
             md = handle.read_row_group(group, columns=["parsed_md"], use_threads=False).column(0)
             rows = np.concatenate([np.arange(p["first_row"], p["first_row"] + p["rows"]) for p in pages])
-            return md.take(pa.array(rows)).to_pylist()
+            return md.take(pa.array(rows)).combine_chunks()
 
 
 __all__ = ["CandidateReader", "SkipReport", "pruned_filings"]
