@@ -230,11 +230,12 @@ class _CaseLoop:
                                  error=str(exc), retryable=exc.retryable)
 
     def _overflow_reason(self, exc: ModelCallError) -> str:
-        said = re.search(r"(\d[\d,]*)\s*tokens", str(exc))
-        size = (f"{said.group(1)} tokens, as the provider says" if said else
-                f"the previous request had {self.last_input_tokens} input tokens"
-                if self.last_input_tokens else "size not reported")
-        return f"context window exceeded at turn {self.turn} ({size})"
+        """"context window exceeded at turn N (<how many tokens, as the provider says>)"."""
+        said = (exc.attempts[-1].error or "") if exc.attempts else ""
+        said = said.split("context window exceeded: ", 1)[-1].strip()
+        if not re.search(r"\d", said) and self.last_input_tokens:
+            said = f"the previous request had {self.last_input_tokens} input tokens"
+        return f"context window exceeded at turn {self.turn} ({said[:300] or 'size not reported'})"
 
     def _answered(self, reply: Reply, *, forced: bool, retold: bool = False) -> AgentOutcome:
         text = (reply.text or "").strip()
