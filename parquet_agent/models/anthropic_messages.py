@@ -127,7 +127,8 @@ class AnthropicMessagesModel(HttpModel):
         if request.tools:
             kwargs["tools"] = [{"name": t.name, "description": t.description,
                                 "input_schema": t.parameters} for t in request.tools]
-            kwargs["tool_choice"] = {"type": request.settings.tool_choice}
+            choice = request.settings.tool_choice
+            kwargs["tool_choice"] = {"type": "any" if choice == "required" else choice}
         if sent.reasoning_effort:
             kwargs["output_config"] = {"effort": sent.reasoning_effort}
         if self.cache_prompts:

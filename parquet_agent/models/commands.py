@@ -5,8 +5,11 @@ each model (keys from the environment), and sends one tiny request (purpose `hea
 `preflight/<name>`), recorded into a `DirectorySink` under `--raw-dir` (or a new temporary folder,
 printed). Prints, per model: requested provider and model, the actual provider and model from
 the reply, attempts, tokens, cost and its source, and the raw files. Writes
-`preflight.json` (schema_version 1) beside the raw files. Exit 0 when every model answered,
-1 otherwise.
+`preflight.json` (schema_version 1) beside the raw files. Each `[[models]]` entry of a
+provider API also gets one forced call of a trivial tool (`echo_number`): a model or server
+that does not call it (llama.cpp's default chat template drops the tools) is reported as
+failed, before a grid spends money on cases that can never call a tool. Exit 0 when every
+model answered (and called the tool), 1 otherwise.
 """
 
 from __future__ import annotations
@@ -20,11 +23,21 @@ from pathlib import Path
 
 from parquet_agent.errors import ModelCallError, ParquetAgentError
 from parquet_agent.models.factory import build_model
-from parquet_agent.models.protocol import GenerationSettings, ModelRequest, SystemMessage, UserMessage
+from parquet_agent.models.protocol import (
+    GenerationSettings,
+    ModelRequest,
+    SystemMessage,
+    ToolSpec,
+    UserMessage,
+)
 from parquet_agent.models.sink import DirectorySink
 from parquet_agent.models.spec import load_model_specs
 
 HEALTH_PROMPT = "Reply with the single word: ok"
+TOOL_PROMPT = "Call the tool echo_number with n = 7."
+ECHO_TOOL = ToolSpec("echo_number", "Echo a number back.", {
+    "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
+    "additionalProperties": False})
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -65,6 +78,11 @@ def run_preflight(args: argparse.Namespace) -> int:
             attempts = result.attempts
             entry.update(ok=True, reply=result.reply.text,
                          actual_provider=result.reply.provider, actual_model=result.reply.model)
+            if role == "model" and spec.provider in ("openai", "anthropic", "google"):
+                tool_attempts, problem = _tool_check(model, spec.name, sink)
+                attempts = attempts + tool_attempts
+                entry.update(ok=problem is None, calls_tools=problem is None,
+                             **({"error": problem} if problem else {}))
         except ModelCallError as exc:
             attempts = exc.attempts
             entry.update(ok=False, error=str(exc))
@@ -88,6 +106,30 @@ def run_preflight(args: argparse.Namespace) -> int:
     print(f"preflight: {len(report) - failures}/{len(report)} model(s) answered; "
           f"details in {root / 'preflight.json'}")
     return 0 if failures == 0 else 1
+
+
+def _tool_check(model, name: str, sink) -> tuple[tuple, str | None]:
+    """One forced call of `echo_number`: (attempts, None) or (attempts, what is wrong)."""
+    request = ModelRequest(
+        messages=(SystemMessage("You are a health check."), UserMessage(TOOL_PROMPT)),
+        tools=(ECHO_TOOL,), settings=GenerationSettings(max_output_tokens=64,
+                                                        tool_choice="required"),
+        purpose="health", label=f"preflight/{name}-tools")
+    try:
+        result = model.complete(request, sink)
+    except ModelCallError as exc:
+        return exc.attempts, (f"the forced tool call failed: {exc} The model or server cannot "
+                              "be used with a tool strategy as configured.")
+    calls = [c for c in result.reply.tool_calls if c.name == ECHO_TOOL.name]
+    if calls and not calls[0].arguments_error:
+        return result.attempts, None
+    said = (result.reply.text or "")[:120]
+    return result.attempts, (
+        f"asked to call {ECHO_TOOL.name} (tool_choice required), the model called "
+        f"{[c.name for c in result.reply.tool_calls] or 'no tool'} and said {said!r}: it will "
+        "not call the data tools. For llama.cpp's server, start it with a chat format that "
+        "offers tools (e.g. --chat_format chatml-function-calling) or a model whose template "
+        "does; otherwise run this model with the closed-book strategy only.")
 
 
 def _print_entry(entry: dict, attempts) -> None:

@@ -127,7 +127,8 @@ class GeminiModel(HttpModel):
                                           parameters_json_schema=t.parameters)
                 for t in request.tools])]
             config["tool_config"] = {"function_calling_config": {
-                "mode": "NONE" if request.settings.tool_choice == "none" else "AUTO"}}
+                "mode": {"none": "NONE", "required": "ANY"}.get(request.settings.tool_choice,
+                                                                "AUTO")}}
         return self.client.models.generate_content(
             model=self.model, contents=contents, config=types.GenerateContentConfig(**config))
 

@@ -140,6 +140,10 @@ class OpenAIChatModel(HttpModel):
                 for t in request.tools
             ]
             kwargs["tool_choice"] = request.settings.tool_choice
+            if request.settings.tool_choice == "required" and len(request.tools) == 1:
+                # the named form: local servers (llama.cpp) force it with a grammar
+                kwargs["tool_choice"] = {"type": "function",
+                                         "function": {"name": request.tools[0].name}}
         if isinstance(sent.temperature, (int, float)):
             kwargs["temperature"] = sent.temperature
         if sent.reasoning_effort and sent.reasoning_effort != NOT_SUPPORTED:

@@ -97,7 +97,8 @@ class GenerationSettings:
     temperature: float | None = None
     reasoning_effort: str | None = None
     max_output_tokens: int = 4096
-    tool_choice: Literal["auto", "none"] = "auto"
+    # "required": a tool must be called (one offered tool: that one); used by preflight
+    tool_choice: Literal["auto", "none", "required"] = "auto"
 
 
 @dataclass(frozen=True)
