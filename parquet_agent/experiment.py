@@ -267,7 +267,8 @@ class CaseParts:
     @classmethod
     def build(cls, config: ExperimentConfig, models: dict[str, Model], judge_model: Model,
               tools: dict[str, Any], reader: Tools) -> CaseParts:
-        return cls(models, Judge(judge_model, max_attempts=config.limits.max_judge_attempts),
+        return cls(models, Judge(judge_model, max_attempts=config.limits.max_judge_attempts,
+                                 context_tokens=config.judge.context_tokens),
                    tools, reader)
 
     @classmethod

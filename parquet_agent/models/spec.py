@@ -8,7 +8,8 @@ temperature, reasoning_effort`. Ours, all optional: `max_output_tokens`, `max_at
 servers), `max_tokens_field`, `script` (provider `scripted`: a JSON file with a list of
 replies), `price` (`"free"` for a local model, or a table of USD per 1M tokens: `input`,
 `output`, `cached_input`, `cache_write`, `reasoning`; wins over the bundled price table),
-`cache_prompts` (default true: ask for prompt caching where the provider needs it, Anthropic). Unknown keys are a `ConfigError`, never ignored. The key itself is never part of a
+`cache_prompts` (default true: ask for prompt caching where the provider needs it, Anthropic),
+`context_tokens` (the model's context window; a judge with one fits its evidence to it). Unknown keys are a `ConfigError`, never ignored. The key itself is never part of a
 spec: only the name of the variable that holds it.
 """
 
@@ -54,6 +55,7 @@ class ModelSpec:
     script: str | None = None
     price: Any = None  # "free" or {input, output, ...}: see prices.declared_price
     cache_prompts: bool = True
+    context_tokens: int | None = None
 
 
 MODEL_KEYS = tuple(f.name for f in fields(ModelSpec))
@@ -133,6 +135,10 @@ def validate_model(spec: ModelSpec, where: str, *, judge: bool = False) -> Model
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
     check_type(join(w, "cache_prompts"), spec.cache_prompts, bool, "true or false")
+    if spec.context_tokens is not None:
+        check_type(join(w, "context_tokens"), spec.context_tokens, int, "an integer")
+        if spec.context_tokens < 1024:
+            raise fail(join(w, "context_tokens"), "must be at least 1024")
     return spec
 
 
