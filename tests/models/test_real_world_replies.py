@@ -10,6 +10,7 @@ import pytest
 from parquet_agent.errors import ConfigError, ModelCallError
 from parquet_agent.models import ModelSpec, build_model
 from parquet_agent.models.fakes import FakeReply, FakeToolCall, RawResponse, openai_server
+from parquet_agent.models.protocol import ModelRequest, ToolMessage
 from parquet_agent.models.spec import model_spec_from_table
 from tests.models.conftest import CANARY, PROVIDERS, all_bytes, ask, make_model
 
@@ -160,3 +161,34 @@ def test_a_bad_declared_price_is_a_config_error(price):
     with pytest.raises(ConfigError, match="price"):
         model_spec_from_table({"name": "m", "provider": "openai", "model": "x",
                                "api_key_env": "K", "price": price}, where="[[models]] #1")
+
+
+def test_the_fakes_speak_the_real_shapes_and_the_second_turn_sends_them_back(sink):
+    """DeepSeek's reasoning_content, Gemini-OpenAI's empty call ids and hidden thinking tokens,
+    OpenRouter BYOK cost and cache writes, from the fake, through a tool round trip."""
+    first = FakeReply(
+        tool_calls=(FakeToolCall("sql", {"query": "SELECT 1"}, id=""),
+                    FakeToolCall("sql", {"query": "SELECT 2"}, id="")),
+        input_tokens=100, output_tokens=10, hidden_tokens=40, cached_tokens=20,
+        cache_write_tokens=30, cost=0.0, upstream_cost=0.00042,
+        message_extra={"reasoning_content": "think first",
+                       "extra_content": {"google": {"thought_signature": "c2ln"}}})
+    with openai_server([first, FakeReply(text="done")]) as server:
+        model = make_model("openai", server)
+        result = model.complete(ask(), sink)
+        reply = result.reply
+        follow = ask().messages + (reply.message,) + tuple(
+            ToolMessage(c.id, c.name, "1") for c in reply.tool_calls)
+        model.complete(ModelRequest(messages=follow, label="next"), sink)
+        sent = server.model_calls()[1].json
+    assert [c.id for c in reply.tool_calls] == ["call-0", "call-1"]
+    assert [c.wire_id for c in reply.tool_calls] == ["", ""]
+    u = reply.usage
+    assert (u.output_tokens, u.reasoning_tokens, u.cache_write_tokens) == (50, 40, 30)
+    cost = result.attempts[-1].cost
+    assert cost.source == "gateway" and cost.usd == pytest.approx(0.00042)
+    assistant = sent["messages"][1]
+    assert assistant["reasoning_content"] == "think first"
+    assert assistant["extra_content"] == {"google": {"thought_signature": "c2ln"}}
+    assert [c["id"] for c in assistant["tool_calls"]] == ["", ""]
+    assert [m["tool_call_id"] for m in sent["messages"][2:4]] == ["", ""]

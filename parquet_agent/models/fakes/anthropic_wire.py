@@ -32,9 +32,9 @@ class AnthropicWire:
                             "name": c.name, "input": c.arguments})
         usage = {
             # input_tokens excludes cache reads (and writes) on this wire format
-            "input_tokens": reply.input_tokens - reply.cached_tokens,
+            "input_tokens": reply.input_tokens - reply.cached_tokens - reply.cache_write_tokens,
             "output_tokens": reply.output_tokens,
-            "cache_creation_input_tokens": 0,
+            "cache_creation_input_tokens": reply.cache_write_tokens,
             "cache_read_input_tokens": reply.cached_tokens,
             "service_tier": "standard",
         }
