@@ -145,7 +145,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from parquet_agent.experiment import Experiment
-    from parquet_agent.experiment_commands import ensure_sample
+    from parquet_agent.corpus.sample import ensure_sample
     from parquet_agent.experiment_config import load_config
 
     py = server_venv(args.wheels)
