@@ -9,7 +9,8 @@ servers), `max_tokens_field`, `script` (provider `scripted`: a JSON file with a 
 replies), `price` (`"free"` for a local model, or a table of USD per 1M tokens: `input`,
 `output`, `cached_input`, `cache_write`, `reasoning`; wins over the bundled price table),
 `cache_prompts` (default true: ask for prompt caching where the provider needs it, Anthropic),
-`context_tokens` (the model's context window; a judge with one fits its evidence to it). Unknown keys are a `ConfigError`, never ignored. The key itself is never part of a
+`context_tokens` (the model's context window; a judge with one fits its evidence to it).
+Unknown keys are a `ConfigError`, never ignored. The key itself is never part of a
 spec: only the name of the variable that holds it.
 """
 
