@@ -200,7 +200,7 @@ def test_replay(record, tmp_path, sink):
     served = _serve(record)
     server = PROVIDERS[provider][0](lambda req: served)
     with server:
-        model = make_model(provider, server, model=_model_id(record))
+        model = make_model(provider, server, model=_model_id(record), timeout_s=60.0)
         request = ModelRequest(messages=(UserMessage("What is 6 x 7?"),), tools=(SQL_TOOL,),
                                label=f"replay/{record['id'][:60]}")
         if want["kind"] in ("error", "malformed"):
