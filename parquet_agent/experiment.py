@@ -275,10 +275,14 @@ class CaseParts:
     def open(cls, config: ExperimentConfig, reader: Tools,
              env: Mapping[str, str] | None) -> CaseParts:
         """Models, judge and strategy views over `reader` (a node's own sandbox)."""
-        models = {spec.name: build_model_or_judge(spec, env) for spec in config.models}
+        from parquet_agent.models.factory import known_keys
+
+        keys = known_keys((*config.models, config.judge), env)
+        models = {spec.name: build_model_or_judge(spec, env, keys) for spec in config.models}
         tools = {s: NoTools() if s == NO_TOOLS else reader.for_strategy(s)
                  for s in config.strategies}
-        return cls.build(config, models, build_model_or_judge(config.judge, env), tools, reader)
+        return cls.build(config, models, build_model_or_judge(config.judge, env, keys), tools,
+                         reader)
 
 
 def run_grid_case(plan: CasePlan, parts: CaseParts, run: Any, item: tuple[str, str, str],
