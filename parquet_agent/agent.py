@@ -24,6 +24,7 @@ no inference call that already succeeded is paid for twice.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Protocol
 
@@ -85,6 +86,10 @@ FINAL_ANSWER_PROMPT = (
     "You have used your tool budget. Do not call any more tools. Give your best answer now, "
     "from what you have found so far, with citations in the required form; if you did not find "
     "the answer, say so."
+)
+TRUNCATED_PROMPT = (
+    "Your answer was cut off at the output limit. Do not call any more tools. Give your final "
+    "answer again, briefly, with citations in the required form."
 )
 
 
@@ -192,7 +197,8 @@ class _CaseLoop:
         self.counts: dict[str, int] = ToolCounts().to_dict()
         self.evidence: list[ToolCallEvent] = []
         self.tokens = {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0,
-                       "reasoning_tokens": 0}
+                       "reasoning_tokens": 0, "cache_write_tokens": 0}
+        self.last_input_tokens: int | None = None
         self.cost: float | None = 0.0
         self.turn = 0
 
@@ -203,7 +209,7 @@ class _CaseLoop:
         try:
             while self.turn < limits.max_rounds:
                 reply = self._model_turn(final=False)
-                if not reply.tool_calls:
+                if reply.block_reason or not reply.tool_calls:
                     return self._answered(reply, forced=False)
                 self._run_tools(reply.tool_calls)
                 capped = self._cap_reached()
@@ -217,11 +223,35 @@ class _CaseLoop:
             reply = self._model_turn(final=True)
             return self._answered(reply, forced=True)
         except ModelCallError as exc:
+            if exc.kind == "context_overflow":  # another request cannot fit either
+                return self._outcome("incomplete", None, self._overflow_reason(exc),
+                                     forced=False, error=str(exc))
             return self._outcome("failed", None, f"model call failed: {exc}", forced=False,
                                  error=str(exc), retryable=exc.retryable)
 
-    def _answered(self, reply: Reply, *, forced: bool) -> AgentOutcome:
+    def _overflow_reason(self, exc: ModelCallError) -> str:
+        """"context window exceeded at turn N (<how many tokens, as the provider says>)"."""
+        said = (exc.attempts[-1].error or "") if exc.attempts else ""
+        said = said.split("context window exceeded: ", 1)[-1].strip()
+        if not re.search(r"\d", said) and self.last_input_tokens:
+            said = f"the previous request had {self.last_input_tokens} input tokens"
+        return f"context window exceeded at turn {self.turn} ({said[:300] or 'size not reported'})"
+
+    def _answered(self, reply: Reply, *, forced: bool, retold: bool = False) -> AgentOutcome:
         text = (reply.text or "").strip()
+        if reply.block_reason:
+            said = f": {reply.block_message}" if reply.block_message else ""
+            return self._outcome("incomplete", None,
+                                 f"the provider blocked the reply ({reply.block_reason}){said}",
+                                 forced=forced)
+        if reply.truncated:
+            if not retold:  # ask once more for a short final answer, recorded as a turn
+                self.messages.append(UserMessage(TRUNCATED_PROMPT))
+                return self._answered(self._model_turn(final=True), forced=True, retold=True)
+            return self._outcome(
+                "incomplete", None, f"the answer was cut off at the output limit (finish "
+                f"reason {reply.finish_reason}) twice, the second time after being asked for a "
+                "short final answer", forced=forced)
         if forced:
             reason = ("tool budget or round limit reached: the final request asked for the best "
                       "answer from what was found")
@@ -290,6 +320,7 @@ class _CaseLoop:
         usage = reply.usage
         for key in self.tokens:
             self.tokens[key] += getattr(usage, key) or 0
+        self.last_input_tokens = usage.input_tokens
         self._add_cost(cost_usd)
 
     def _add_cost(self, usd: float | None) -> None:
@@ -316,11 +347,17 @@ class _CaseLoop:
             budgeted = dispatched = False
         else:
             self.counts["budgeted_attempts"] += 1
-            arguments: object = call.arguments
-            if call.raw_arguments is not None and not call.arguments:
-                arguments = call.raw_arguments  # let the tools report unparseable argument text
-            result = self.agent.tools.call_raw(call.name, arguments)
             budgeted = dispatched = True
+            if call.arguments_error:  # argument text that does not parse: an error value
+                result = error_result(call.name, call.raw_arguments, "validation",
+                                      f"{call.arguments_error}; send the arguments as one JSON "
+                                      "object")
+                dispatched = False
+            else:
+                arguments: object = call.arguments
+                if call.raw_arguments is not None and not call.arguments:
+                    arguments = call.raw_arguments  # the tools report unparseable argument text
+                result = self.agent.tools.call_raw(call.name, arguments)
         event = ToolCallEvent(
             turn=self.turn, call_id=call.id, name=call.name, arguments=dict(call.arguments),
             ok=result.ok, model_text=result.model_text(), output=result.output,
@@ -328,7 +365,7 @@ class _CaseLoop:
             error_message=result.error.message if result.error else None,
             budgeted=budgeted, dispatched=dispatched, cache_hit=result.cache_hit,
             timings=asdict(result.timings), worker_id=result.worker_id,
-            peak_rss_bytes=result.peak_rss_bytes)
+            peak_rss_bytes=result.peak_rss_bytes, skip_index=result.skip_index)
         if self.journal is not None:
             self.journal.append(event)
         return event

@@ -69,10 +69,12 @@ class ModelError(ParquetAgentError):
 class ModelCallError(ModelError):
     """A model call whose attempts all failed; `attempts` holds every attempt record."""
 
-    def __init__(self, message: str, attempts: tuple = (), *, retryable: bool = False):
+    def __init__(self, message: str, attempts: tuple = (), *, retryable: bool = False,
+                 kind: str | None = None):
         super().__init__(message)
         self.attempts = tuple(attempts)
         self.retryable = retryable
+        self.kind = kind  # the last failure's kind, e.g. "context_overflow", "http_5xx"
 
 
 class ScriptExhaustedError(ModelError):

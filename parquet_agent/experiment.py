@@ -92,13 +92,15 @@ MAX_LOOKUPS = 20  # cited spans looked up per answer, for the judge's determinis
 MAX_SPAN_CHARS = 4000
 
 
-def build_model_or_judge(spec: ModelSpec, env: Mapping[str, str] | None) -> Model:
-    """The model for one `[[models]]` entry or the `[judge]` (`rubric`: the offline judge)."""
+def build_model_or_judge(spec: ModelSpec, env: Mapping[str, str] | None,
+                         secrets: tuple[str, ...] = ()) -> Model:
+    """The model for one `[[models]]` entry or the `[judge]` (`rubric`: the offline judge).
+    `secrets`: every key the run knows, kept off disk by this model's recorder too."""
     if spec.provider == "rubric":
         return RubricJudgeModel(name=spec.name)
     from parquet_agent.models import build_model  # the SDKs load only when a run needs them
 
-    return build_model(spec, env=env)
+    return build_model(spec, env=env, secrets=secrets)
 
 
 class Experiment:
@@ -140,12 +142,16 @@ class Experiment:
         question_ids = config.sample.select(questions.ids)
         snapshot = _checked_snapshot(Path(config.corpus))
         scopes = _load_scopes(config, question_ids, snapshot)
-        models = {spec.name: build_model_or_judge(spec, self.env) for spec in config.models}
-        judge_model = build_model_or_judge(config.judge, self.env)
+        from parquet_agent.models.factory import known_keys
+
+        keys = known_keys((*config.models, config.judge), self.env)
+        models = {spec.name: build_model_or_judge(spec, self.env, keys) for spec in config.models}
+        judge_model = build_model_or_judge(config.judge, self.env, keys)
         # one sandbox for the whole grid: one fork server and one data-worker gate, so "one
         # data tool at a time" holds across strategies; each strategy gets a view of it
         reader = Tools.open(config.corpus, "sql+stream", cache=config.limits.cache,
-                            data_workers=config.limits.data_workers, snapshot=snapshot)
+                            data_workers=config.limits.data_workers, snapshot=snapshot,
+                            skip_index=config.limits.skip_index)
         tools: dict[str, Any] = {s: NoTools() if s == NO_TOOLS else reader.for_strategy(s)
                                  for s in config.strategies}
         engine: CaseEngine | None = None
@@ -314,17 +320,22 @@ class CaseParts:
     @classmethod
     def build(cls, config: ExperimentConfig, models: dict[str, Model], judge_model: Model,
               tools: dict[str, Any], reader: Tools) -> CaseParts:
-        return cls(models, Judge(judge_model, max_attempts=config.limits.max_judge_attempts),
+        return cls(models, Judge(judge_model, max_attempts=config.limits.max_judge_attempts,
+                                 context_tokens=config.judge.context_tokens),
                    tools, reader)
 
     @classmethod
     def open(cls, config: ExperimentConfig, reader: Tools,
              env: Mapping[str, str] | None) -> CaseParts:
         """Models, judge and strategy views over `reader` (a node's own sandbox)."""
-        models = {spec.name: build_model_or_judge(spec, env) for spec in config.models}
+        from parquet_agent.models.factory import known_keys
+
+        keys = known_keys((*config.models, config.judge), env)
+        models = {spec.name: build_model_or_judge(spec, env, keys) for spec in config.models}
         tools = {s: NoTools() if s == NO_TOOLS else reader.for_strategy(s)
                  for s in config.strategies}
-        return cls.build(config, models, build_model_or_judge(config.judge, env), tools, reader)
+        return cls.build(config, models, build_model_or_judge(config.judge, env, keys), tools,
+                         reader)
 
 
 def run_grid_case(plan: CasePlan, parts: CaseParts, run: Any, item: tuple[str, str, str],

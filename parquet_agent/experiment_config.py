@@ -30,7 +30,9 @@ Keys (the contract's keys, unchanged, plus documented optional ones):
 - `[limits]`: `max_tool_calls` (12), `max_rounds` (16), `case_workers` (4), `data_workers` (1),
   `cache` (`on|off`), and optional: `max_judge_attempts` (judge calls before a malformed
   judgment is recorded as unscored, 2), `max_case_tokens` and `max_case_cost_usd` (per-case
-  caps, none by default). HTTP attempts per model call are the model's own `max_attempts`.
+  caps, none by default), `skip_index` (true: whole-corpus text queries read only the pages the
+  data-skipping index cannot rule out, where it exists; false: every query scans). HTTP attempts
+  per model call are the model's own `max_attempts`.
 - `[engine]` (optional): where cases run, `kind = "local"` (default) or `"ray"` with `address`,
   `nodes`, `case_workers_per_node`, `data_workers_per_node`, `corpus`, `corpus_by_node` (see
   `parquet_agent.engine.config`). It does not change results: a resume may use another engine.
@@ -177,6 +179,7 @@ class Limits:
     max_judge_attempts: int = 2
     max_case_tokens: int | None = None
     max_case_cost_usd: float | None = None  # an int is kept as given; `to_dict` writes a float
+    skip_index: bool = True  # false: whole-corpus queries scan even where the skipping index exists
     _where: str = field(default="[limits]", repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -190,6 +193,7 @@ class Limits:
                 raise fail(join(w, key), f"{value} is below the minimum {low}")
         if self.cache not in ("on", "off"):
             raise fail(join(w, "cache"), f'{self.cache!r} is not "on" or "off"')
+        check_type(join(w, "skip_index"), self.skip_index, bool, "true or false")
         if self.max_case_tokens is not None:
             check_type(join(w, "max_case_tokens"), self.max_case_tokens, int, "a positive integer")
             if self.max_case_tokens < 1:
@@ -204,6 +208,8 @@ class Limits:
         out = {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
         if out["max_case_cost_usd"] is not None:
             out["max_case_cost_usd"] = float(out["max_case_cost_usd"])
+        if self.skip_index:  # the default is left out: configs frozen before it keep their hash
+            del out["skip_index"]
         return out
 
     def agent_limits(self) -> AgentLimits:

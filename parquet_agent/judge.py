@@ -90,19 +90,67 @@ class Verdict:
     provenance: dict[str, Any] = field(default_factory=dict)
 
 
+CHARS_PER_TOKEN = 3  # conservative for English prose and JSON: fitting must not overflow
+JUDGE_OUTPUT_TOKENS = 1024
+
+
+def fit_evidence(inp: JudgeInput, max_chars: int) -> tuple[JudgeInput, dict[str, Any] | None]:
+    """`inp` with its tool evidence cut so that `inp.render()` fits `max_chars`, and what was cut
+    (None when it fits as it is). The longest tool outputs are cut first, to one common length,
+    each keeping its head and saying how long it was; nothing else is changed."""
+    before = len(inp.render())
+    if before <= max_chars:
+        return inp, None
+    texts = [json.dumps(item.get("output"), ensure_ascii=False) for item in inp.tool_evidence]
+    budget = max(0, sum(len(t) for t in texts) - (before - max_chars))
+    cap = _common_cap([len(t) for t in texts], budget)
+    evidence, cut = [], []
+    for item, text in zip(inp.tool_evidence, texts):
+        if len(text) > cap:
+            cut.append(item.get("call_id"))
+            item = {**item, "output": {"cut_to_fit_the_judge_context": True,
+                                       "chars": len(text), "head": text[:cap]}}
+        evidence.append(item)
+    fitted = replace(inp, tool_evidence=tuple(evidence))
+    after = len(fitted.render())
+    return fitted, {"max_chars": max_chars, "chars_before": before, "chars_after": after,
+                    "tool_outputs_cut": cut, "fits": after <= max_chars}
+
+
+def _common_cap(lengths: list[int], budget: int) -> int:
+    """The largest cap c with sum(min(length, c)) <= budget."""
+    low, high = 0, max(lengths, default=0)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if sum(min(n, mid) for n in lengths) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    return max(0, low - 200)  # room for the cut marker's own keys
+
+
 class Judge:
-    def __init__(self, model: Model, *, max_attempts: int = 3):
+    """`context_tokens`: the judge model's context window, when it is small (a local model):
+    the evidence is then fitted to it (`fit_evidence`), recorded in the verdict's provenance."""
+
+    def __init__(self, model: Model, *, max_attempts: int = 3, context_tokens: int | None = None):
         self.model = model
         self.max_attempts = max_attempts
+        self.context_tokens = context_tokens
 
     def judge(self, inp: JudgeInput, *, sink: RawSink, label: str) -> Verdict:
         checks = deterministic_checks(inp)
         provenance = {"judge": self.model.name, "provider": self.model.provider,
                       "model": self.model.model, "prompt_version": JUDGE_PROMPT_VERSION,
                       "prompt_hash": judge_prompt_hash()}
+        if self.context_tokens:
+            room = (self.context_tokens - JUDGE_OUTPUT_TOKENS) * CHARS_PER_TOKEN - len(JUDGE_SYSTEM)
+            inp, cut = fit_evidence(inp, max(0, room))
+            if cut is not None:
+                provenance["evidence_cut"] = cut
         request = ModelRequest(
             messages=(SystemMessage(JUDGE_SYSTEM), UserMessage(inp.render())),
-            settings=GenerationSettings(temperature=0.0, max_output_tokens=1024),
+            settings=GenerationSettings(temperature=0.0, max_output_tokens=JUDGE_OUTPUT_TOKENS),
             purpose="judge", label=label)
         attempts: list[Attempt] = []
         problem = "no attempt made"

@@ -285,3 +285,32 @@ def test_scope_limits_each_question_to_its_filings(corpus, tmp_path):
     scope_file.write_text(json.dumps({"schema_version": 1, "scopes": {"Q001": scope["Q001"]}}))
     with pytest.raises(Exception, match="no file_stems for 2 sampled question"):
         Experiment(config, progress=False).run()
+
+
+@pytest.mark.parametrize("skip_index", [True, False])
+def test_skip_index_switch_is_recorded_and_case_records_show_pages(tmp_path, skip_index):
+    from parquet_agent.corpus.skipindex import build_skip_index
+
+    corpus = make_harness_corpus(tmp_path / "corpus")
+    build_skip_index(corpus)
+    query = "SELECT count(*) FROM filings WHERE contains(parsed_md, 'Northwind Mining')"
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(["ok", {"tool_calls": [{"name": "sql", "arguments": {"query": query}}]},
+                                  "two filings"]))
+    config = ExperimentConfig.from_dict({
+        "name": "skip", "corpus": str(corpus), "questions": str(corpus / "questions.jsonl"),
+        "sample": {"ids": ["Q001"]}, "strategies": ["sql"], "runs_dir": str(tmp_path / "runs"),
+        "models": [{"name": "s", "provider": "scripted", "script": str(script)}],
+        "judge": {"provider": "rubric"}, "limits": {"case_workers": 1, "skip_index": skip_index}})
+    run = Experiment(config, progress=False).run()
+    limits = run.manifest["config"]["limits"]
+    assert limits.get("skip_index", True) is skip_index
+    record = json.loads((run.dir / "cases" / "Q001__s__sql.json").read_text(encoding="utf-8"))
+    (call,) = [c for c in record["tool_calls"] if c["name"] == "sql"]
+    assert call["output"]["rows"] == [[2]]
+    if skip_index:
+        assert call["skip_index"]["used"] is True
+        assert call["skip_index"]["pages_skipped"] > 0
+    else:
+        assert call["skip_index"] == {"used": False, "reason": "disabled (skip_index = false)",
+                                      "pages_total": 0, "pages_read": 0, "pages_skipped": 0}

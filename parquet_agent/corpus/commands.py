@@ -2,7 +2,8 @@
 
     corpus build --rows N --out DIR [--seed S] [--jobs J]   synthetic corpus (+ questions, manifest), then index
     corpus prepare SRC --out DIR                 rewrite any corpus into the tool-ready layout
-    corpus index DIR                             build DIR/_index/ (locations + issuer headers)
+    corpus index DIR [--skip-only|--no-skip-index]  build DIR/_index/ (locations + issuer headers)
+                                                 and DIR/_skip/ (data-skipping index of parsed_md)
     corpus verify DIR [--manifest FILE]          compare DIR with a manifest; say if tool-ready
     corpus import SRC --out DIR                  real EDGAR filings -> a tool-ready corpus
 
@@ -27,8 +28,21 @@ def _build(args: argparse.Namespace) -> int:
                           overwrite=args.overwrite)
     print(result.summary())
     # the snapshot the manifest recorded a moment ago: no second pass hashing every file
-    print(build_index(out, snapshot=read_corpus_manifest(out).snapshot).summary())
+    _sidecars(out, read_corpus_manifest(out).snapshot)
     return 0
+
+
+def _sidecars(folder: Path, snapshot, *, index: bool = True, skip: bool = True) -> None:
+    """The sidecar index (`_index/`) and the data-skipping index (`_skip/`) of `folder`."""
+    from parquet_agent.corpus.index import build_index
+    from parquet_agent.corpus.skipindex import build_skip_index
+    from parquet_agent.corpus.snapshot import CorpusSnapshot
+
+    snapshot = snapshot or CorpusSnapshot.take(folder)
+    if index:
+        print(build_index(folder, snapshot=snapshot).summary())
+    if skip:
+        print(build_skip_index(folder, snapshot=snapshot).summary())
 
 
 def _prepare(args: argparse.Namespace) -> int:
@@ -37,18 +51,19 @@ def _prepare(args: argparse.Namespace) -> int:
     result = prepare(Path(args.src), Path(args.out), row_group_mib=args.row_group_mib)
     print(result.summary())
     if not args.no_index:
-        from parquet_agent.corpus.index import build_index
         from parquet_agent.corpus.manifest import read_corpus_manifest
 
         out = Path(args.out)
-        print(build_index(out, snapshot=read_corpus_manifest(out).snapshot).summary())
+        _sidecars(out, read_corpus_manifest(out).snapshot)
     return 0
 
 
 def _index(args: argparse.Namespace) -> int:
-    from parquet_agent.corpus.index import build_index
+    if args.skip_only and args.no_skip_index:
+        from parquet_agent.errors import UsageError
 
-    print(build_index(Path(args.dir)).summary())
+        raise UsageError("--skip-only and --no-skip-index exclude each other")
+    _sidecars(Path(args.dir), None, index=not args.skip_only, skip=not args.no_skip_index)
     return 0
 
 
@@ -92,8 +107,16 @@ def register(subparsers) -> None:
     p.add_argument("--no-index", action="store_true", help="skip building the sidecar index")
     p.set_defaults(handler=_prepare)
 
-    p = sub.add_parser("index", help="build the sidecar index and header table under DIR/_index/")
+    p = sub.add_parser(
+        "index",
+        help="build the sidecar index and header table under DIR/_index/ and the data-skipping "
+        "index of parsed_md pages under DIR/_skip/",
+    )
     p.add_argument("dir", help="corpus folder")
+    p.add_argument("--skip-only", action="store_true",
+                   help="build only the data-skipping index (e.g. for a corpus indexed before it existed)")
+    p.add_argument("--no-skip-index", action="store_true",
+                   help="do not build the data-skipping index (whole-corpus text queries then scan)")
     p.set_defaults(handler=_index)
 
     p = sub.add_parser(

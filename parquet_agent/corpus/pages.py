@@ -84,19 +84,30 @@ def page_spans(fd: int, start: int, length: int) -> list[PageSpan]:
 def read_cell(fd: int, span_offset: int, span_size: int, row_in_page: int, *,
               codec: str, nullable: bool) -> bytes | None:
     """The value of row `row_in_page` of the page at `span_offset` (None when it is null)."""
+    return _read_page(fd, span_offset, span_size, codec, nullable, row_in_page)
+
+
+def read_values(fd: int, span_offset: int, span_size: int, *, codec: str, nullable: bool) -> list[bytes | None]:
+    """Every value of the page at `span_offset`, in row order (None where null)."""
+    return _read_page(fd, span_offset, span_size, codec, nullable, None)
+
+
+def _read_page(fd: int, span_offset: int, span_size: int, codec: str, nullable: bool, row: int | None):
     page = os.pread(fd, span_size, span_offset)
     if len(page) != span_size:
         raise PageFormatError(f"short read: {len(page)} of {span_size} bytes")
     try:
-        return _decode_cell(memoryview(page), row_in_page, codec, nullable)
+        return _decode(memoryview(page), row, codec, nullable)
     except (IndexError, struct.error, OSError, pa.ArrowException) as exc:  # a damaged page or span
         raise PageFormatError(f"page at offset {span_offset} could not be decoded: {exc}") from exc
 
 
-def _decode_cell(page: memoryview, row_in_page: int, codec: str, nullable: bool) -> bytes | None:
+def _decode(page: memoryview, row_in_page: int | None, codec: str, nullable: bool):
+    """One value (row_in_page) or, with None, the list of all values of a data page."""
     header, pos = _Thrift(page).struct_at(0)
     kind, encoding, values = _describe(header)
-    if kind not in (DATA_PAGE, DATA_PAGE_V2) or encoding != PLAIN or not 0 <= row_in_page < values:
+    wanted = row_in_page if row_in_page is not None else 0
+    if kind not in (DATA_PAGE, DATA_PAGE_V2) or encoding != PLAIN or not 0 <= wanted < max(values, 1):
         raise PageFormatError(f"row {row_in_page} of a page of {values} (type {kind}, encoding {encoding})")
     if kind == DATA_PAGE:  # levels and values compressed together; levels length-prefixed
         body = _decompress(page[pos:], header[2], codec)
@@ -110,20 +121,30 @@ def _decode_cell(page: memoryview, row_in_page: int, codec: str, nullable: bool)
         levels = page[pos + rep : pos + rep + dfn]
         payload = page[pos + rep + dfn :]
         body = _decompress(payload, header[2] - rep - dfn, codec) if v2.get(7, True) else payload
-    index = row_in_page
-    if nullable:
-        defined = _bit_levels(levels, values)
+    defined = _bit_levels(levels, values) if nullable else [True] * values
+    if row_in_page is not None:
         if not defined[row_in_page]:
             return None
-        index = sum(defined[:row_in_page])
+        skip = sum(defined[:row_in_page])
+        return _plain_values(body, skip, 1)[0]
+    cells = iter(_plain_values(body, 0, sum(defined)))
+    return [next(cells) if d else None for d in defined]
+
+
+def _plain_values(body: memoryview, skip: int, count: int) -> list[bytes]:
+    """PLAIN BYTE_ARRAY values: a 4-byte little-endian length, then the bytes; `count` after `skip`."""
     pos = 0
-    for _ in range(index):  # PLAIN BYTE_ARRAY: a 4-byte little-endian length, then the bytes
+    for _ in range(skip):
         (n,) = struct.unpack_from("<I", body, pos)
         pos += 4 + n
-    (n,) = struct.unpack_from("<I", body, pos)
-    if pos + 4 + n > len(body):
-        raise PageFormatError("value runs past the end of its page")
-    return bytes(body[pos + 4 : pos + 4 + n])
+    out = []
+    for _ in range(count):
+        (n,) = struct.unpack_from("<I", body, pos)
+        if pos + 4 + n > len(body):
+            raise PageFormatError("value runs past the end of its page")
+        out.append(bytes(body[pos + 4 : pos + 4 + n]))
+        pos += 4 + n
+    return out
 
 
 def _read_header(fd: int, offset: int) -> tuple[dict, int]:

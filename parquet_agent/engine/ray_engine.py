@@ -124,7 +124,8 @@ class RayEngine:
                 num_cpus=0, max_concurrency=ec.case_workers_per_node, max_restarts=1,
                 max_task_retries=0,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
-            ).remote(name, corpus, frozen, config.limits.cache, ec.data_workers_per_node)
+            ).remote(name, corpus, frozen, config.limits.cache, ec.data_workers_per_node,
+                      config.limits.skip_index)
             actors.append((n, name, corpus, actor))
         nodes, refused = [], []
         for n, name, corpus, actor in actors:

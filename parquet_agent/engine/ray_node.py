@@ -48,7 +48,7 @@ class NodeWorker:
     """The Ray actor class (wrapped with `ray.remote` by the engine)."""
 
     def __init__(self, name: str, corpus: str, frozen_snapshot: Mapping[str, Any], cache: str,
-                 data_workers: int):
+                 data_workers: int, skip_index: bool = True):
         import os
 
         import ray
@@ -60,7 +60,8 @@ class NodeWorker:
         self.reader: Tools | None = None
         if self.problem is None:
             self.reader = Tools.open(corpus, "sql+stream", cache=cache,
-                                     data_workers=data_workers, snapshot=snapshot)
+                                     data_workers=data_workers, snapshot=snapshot,
+                                     skip_index=skip_index)
         self._parts: dict[tuple, Any] = {}
         self._lock = threading.Lock()
 

@@ -144,6 +144,7 @@ def _sec2(c: dict[str, Any]) -> str:
     body = _kv(counts) + _kv([
         ("tokens in / out", f"{tokens.get('input')} / {tokens.get('output')}"),
         ("tokens cached / reasoning", f"{tokens.get('cached')} / {tokens.get('reasoning')}"),
+        ("tokens written to the prompt cache", tokens.get("cache_write")),
         ("cost (USD)", usd if usd is not None else
          f"unknown ({cost.get('unknown_attempts')} attempts without a cost; known part "
          f"{cost.get('known_usd')})"),
@@ -240,7 +241,7 @@ def _sec5(c: dict[str, Any], run_dir: Path | None) -> str:
 def _sec6(c: dict[str, Any], run_dir: Path | None) -> str:
     attempts = c.get("attempts") or []
     head = ("label", "#", "purpose", "outcome", "requested", "actual", "temp", "effort",
-            "start (UTC)", "queue ms", "ms", "http", "finish", "tokens in/out/cached/reasoning",
+            "start (UTC)", "queue ms", "ms", "http", "finish", "tokens in/out/cached/reasoning/cache-write",
             "USD (source)", "raw files")
     rows = ["<tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>"]
     for a in attempts:
@@ -260,7 +261,8 @@ def _sec6(c: dict[str, Any], run_dir: Path | None) -> str:
                  f"{a.get('finish_reason')}" + (f" ({a['response_id']})" if a.get("response_id")
                                                 else ""),
                  " / ".join(str(u.get(k)) for k in ("input_tokens", "output_tokens",
-                                                    "cached_tokens", "reasoning_tokens")),
+                                                    "cached_tokens", "reasoning_tokens",
+                                                    "cache_write_tokens")),
                  f"{'unknown' if usd is None else usd} ({cost.get('source')})")
         rows.append("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in cells)
                     + f"<td>{'<br>'.join(files)}</td></tr>")

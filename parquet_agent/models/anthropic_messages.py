@@ -11,7 +11,11 @@
 - anthropic 2.14.0's `messages.create` has no `temperature`: recorded as "not supported" and
   not sent. Reasoning effort goes out as `output_config: {effort}`.
 - Tokens: the wire's `input_tokens` excludes cache reads and writes; we report their sum, with
-  cache reads as `cached_tokens` (cache writes are priced as input: a small underestimate).
+  cache reads as `cached_tokens` and writes as `cache_write_tokens` (priced at the write rate).
+- Prompt caching (on unless the model entry says `cache_prompts = false`; recorded in every
+  attempt's notes): `cache_control` breakpoints on the system prompt, the last tool definition
+  and the last block of the latest user turn (the newest tool result, or a judge's evidence),
+  so each turn of the agent loop reads the prefix the previous turn wrote.
 """
 
 from __future__ import annotations
@@ -20,7 +24,15 @@ from typing import Any
 
 import anthropic
 
-from parquet_agent.models.http_model import NOT_SUPPORTED, HttpModel, SentSettings, CallOutcome, tokens
+from parquet_agent.models.http_model import (
+    NOT_SUPPORTED,
+    HttpModel,
+    SentSettings,
+    CallOutcome,
+    tokens,
+    unique_call_ids,
+)
+from parquet_agent.models.reply_check import verdict
 from parquet_agent.models.protocol import (
     AssistantMessage,
     GenerationSettings,
@@ -37,11 +49,19 @@ from parquet_agent.models.retry import MalformedReplyError
 
 class AnthropicMessagesModel(HttpModel):
     provider = "anthropic"
+    reply_keys = ("content",)
     _sdk_errors = (anthropic.APIError,)
 
-    def __init__(self, client: anthropic.Anthropic, transport, **kwargs: Any):
+    def __init__(self, client: anthropic.Anthropic, transport, *, cache_prompts: bool = True,
+                 **kwargs: Any):
         super().__init__(transport=transport, **kwargs)
         self.client = client
+        self.cache_prompts = cache_prompts
+
+    def _notes(self, request: ModelRequest) -> tuple[str, ...]:
+        if self.cache_prompts:
+            return ("prompt caching on: cache_control on system + tools and the latest user turn",)
+        return ("prompt caching off (cache_prompts = false)",)
 
     def _list_models(self) -> list[str]:
         return [m.id for m in self.client.models.list().data]
@@ -95,7 +115,7 @@ class AnthropicMessagesModel(HttpModel):
                 raise TypeError(f"unknown message type {type(m).__name__}")
         return ("\n\n".join(system) if system else None), out
 
-    def _call(self, request: ModelRequest, sent: SentSettings) -> CallOutcome:
+    def _call(self, request: ModelRequest, sent: SentSettings):
         system, messages = self.wire_messages(request)
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -107,25 +127,34 @@ class AnthropicMessagesModel(HttpModel):
         if request.tools:
             kwargs["tools"] = [{"name": t.name, "description": t.description,
                                 "input_schema": t.parameters} for t in request.tools]
-            kwargs["tool_choice"] = {"type": request.settings.tool_choice}
+            choice = request.settings.tool_choice
+            kwargs["tool_choice"] = {"type": "any" if choice == "required" else choice}
         if sent.reasoning_effort:
             kwargs["output_config"] = {"effort": sent.reasoning_effort}
-        resp = self.client.messages.create(**kwargs)
+        if self.cache_prompts:
+            _add_cache_breakpoints(kwargs)
+        return self.client.messages.create(**kwargs)
+
+    def _parse(self, resp, raw: dict) -> CallOutcome:
         usage = _usage(resp.usage)
-        if not resp.content:
-            raise MalformedReplyError("reply has no content blocks", usage=usage,
+        check = verdict(has_choice=bool(resp.content), finish_reason=resp.stop_reason)
+        if check.kind == "malformed":
+            raise MalformedReplyError(check.reason or "malformed reply", usage=usage,
                                       model=resp.model, response_id=resp.id)
         texts, calls = [], []
-        for block in resp.content:
+        for block in resp.content or ():
             if block.type == "text":
                 texts.append(block.text)
             elif block.type == "tool_use":
-                if not isinstance(block.input, dict):
-                    raise MalformedReplyError(f"tool_use {block.name!r} input is not an object",
-                                              usage=usage, model=resp.model, response_id=resp.id)
-                calls.append(ToolCall(id=block.id, name=block.name, arguments=dict(block.input)))
+                if isinstance(block.input, dict):
+                    calls.append(ToolCall(id=block.id, name=block.name,
+                                          arguments=dict(block.input)))
+                else:
+                    calls.append(ToolCall(id=block.id, name=block.name, arguments={},
+                                          arguments_error="tool_use input is not an object"))
+        calls = unique_call_ids(calls)
         text = "".join(texts) if texts else None
-        content = [b.model_dump(mode="json", exclude_none=True) for b in resp.content]
+        content = [b.model_dump(mode="json", exclude_none=True) for b in resp.content or ()]
         reply = Reply(
             text=text,
             tool_calls=tuple(calls),
@@ -136,8 +165,31 @@ class AnthropicMessagesModel(HttpModel):
             usage=usage,
             message=AssistantMessage(text=text, tool_calls=tuple(calls),
                                      provider_data={"anthropic": {"content": content}}),
+            block_reason=check.reason if check.kind == "block" else None,
+            block_message=check.message if check.kind == "block" else None,
         )
         return CallOutcome(reply)
+
+
+def _add_cache_breakpoints(kwargs: dict[str, Any]) -> None:
+    """`cache_control` on the system prompt, the last tool and the latest user turn's last block
+    (three of the four breakpoints the API allows). Only this request's copies are changed."""
+    mark = {"type": "ephemeral"}
+    if isinstance(kwargs.get("system"), str):
+        kwargs["system"] = [{"type": "text", "text": kwargs["system"], "cache_control": mark}]
+    if kwargs.get("tools"):
+        kwargs["tools"] = kwargs["tools"][:-1] + [{**kwargs["tools"][-1], "cache_control": mark}]
+    messages = kwargs["messages"]
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i]["role"] != "user":
+            continue
+        content = messages[i]["content"]
+        blocks = ([{"type": "text", "text": content}] if isinstance(content, str)
+                  else [dict(b) for b in content])
+        if blocks:
+            blocks[-1]["cache_control"] = mark
+            messages[i] = {**messages[i], "content": blocks}
+        break
 
 
 def _usage(u) -> Usage:
@@ -152,4 +204,5 @@ def _usage(u) -> Usage:
         output_tokens=tokens(u.output_tokens),
         cached_tokens=cache_read,
         reasoning_tokens=tokens(thinking),
+        cache_write_tokens=cache_write,
     )

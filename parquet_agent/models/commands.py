@@ -4,10 +4,13 @@ Sends one tiny request to every model of the config and to its judge (API keys f
 environment variables the config names), records the exact request and response bytes under
 --raw-dir (default: a new temporary folder, printed), and prints for each: the provider and
 model asked for and the ones that answered, attempts, tokens, cost and where the cost comes
-from. An offline model or judge (rubric) makes no call: it is listed as skipped, not as
-answered. With --estimate it first prints what the whole run is expected to cost (a range, from
-the number of cases, the expected turns, and the prompt and tool-output sizes). Writes
-preflight.json beside the raw files. Exit 0 when every model that was called answered, 1
+from. Each model of a provider API also gets one forced call of a trivial tool (`echo_number`):
+a model or server that does not call it (llama.cpp's default chat template drops the tools) is
+reported as failed, before a grid spends money on cases that can never call a tool. An offline
+model or judge (rubric) makes no call: it is listed as skipped, not as answered. With
+--estimate it first prints what the whole run is expected to cost (a range, from the number of
+cases, the expected turns, and the prompt and tool-output sizes). Writes preflight.json beside
+the raw files. Exit 0 when every model that was called answered (and called the tool), 1
 otherwise.
 """
 
@@ -22,11 +25,21 @@ from pathlib import Path
 
 from parquet_agent.errors import ModelCallError, ParquetAgentError
 from parquet_agent.models.factory import build_model
-from parquet_agent.models.protocol import GenerationSettings, ModelRequest, SystemMessage, UserMessage
+from parquet_agent.models.protocol import (
+    GenerationSettings,
+    ModelRequest,
+    SystemMessage,
+    ToolSpec,
+    UserMessage,
+)
 from parquet_agent.models.sink import DirectorySink
 from parquet_agent.models.spec import load_model_specs
 
 HEALTH_PROMPT = "Reply with the single word: ok"
+TOOL_PROMPT = "Call the tool echo_number with n = 7."
+ECHO_TOOL = ToolSpec("echo_number", "Echo a number back.", {
+    "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
+    "additionalProperties": False})
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -75,6 +88,11 @@ def run_preflight(args: argparse.Namespace) -> int:
             attempts = result.attempts
             entry.update(ok=True, reply=result.reply.text,
                          actual_provider=result.reply.provider, actual_model=result.reply.model)
+            if role == "model" and spec.provider in ("openai", "anthropic", "google"):
+                tool_attempts, problem = _tool_check(model, spec.name, sink)
+                attempts = attempts + tool_attempts
+                entry.update(ok=problem is None, calls_tools=problem is None,
+                             **({"error": problem} if problem else {}))
         except ModelCallError as exc:
             attempts = exc.attempts
             entry.update(ok=False, error=str(exc))
@@ -100,6 +118,30 @@ def run_preflight(args: argparse.Namespace) -> int:
           + (f", {skipped} offline skipped (no call)" if skipped else "")
           + f"; details in {root / 'preflight.json'}")
     return 0 if failures == 0 else 1
+
+
+def _tool_check(model, name: str, sink) -> tuple[tuple, str | None]:
+    """One forced call of `echo_number`: (attempts, None) or (attempts, what is wrong)."""
+    request = ModelRequest(
+        messages=(SystemMessage("You are a health check."), UserMessage(TOOL_PROMPT)),
+        tools=(ECHO_TOOL,), settings=GenerationSettings(max_output_tokens=64,
+                                                        tool_choice="required"),
+        purpose="health", label=f"preflight/{name}-tools")
+    try:
+        result = model.complete(request, sink)
+    except ModelCallError as exc:
+        return exc.attempts, (f"the forced tool call failed: {exc} The model or server cannot "
+                              "be used with a tool strategy as configured.")
+    calls = [c for c in result.reply.tool_calls if c.name == ECHO_TOOL.name]
+    if calls and not calls[0].arguments_error:
+        return result.attempts, None
+    said = (result.reply.text or "")[:120]
+    return result.attempts, (
+        f"asked to call {ECHO_TOOL.name} (tool_choice required), the model called "
+        f"{[c.name for c in result.reply.tool_calls] or 'no tool'} and said {said!r}: it will "
+        "not call the data tools. For llama.cpp's server, start it with a chat format that "
+        "offers tools (e.g. --chat_format chatml-function-calling) or a model whose template "
+        "does; otherwise run this model with the closed-book strategy only.")
 
 
 def _print_entry(entry: dict, attempts) -> None:

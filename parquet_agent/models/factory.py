@@ -12,19 +12,29 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import httpx2
 
 from parquet_agent.errors import ConfigError
+from parquet_agent.models.prices import declared_price
 from parquet_agent.models.protocol import GenerationSettings, Model
 from parquet_agent.models.retry import RetryPolicy
 from parquet_agent.models.spec import ModelSpec
 from parquet_agent.models.transport import RecordingTransport
 
 
+def known_keys(specs: Sequence[ModelSpec], env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Every API key these entries name that is set: what each recorder must keep off disk."""
+    env = os.environ if env is None else env
+    return tuple(sorted({env[s.api_key_env] for s in specs
+                         if s.api_key_env and env.get(s.api_key_env)}))
+
+
 def build_model(spec: ModelSpec, *, env: Mapping[str, str] | None = None,
-                retry: RetryPolicy | None = None) -> Model:
+                retry: RetryPolicy | None = None, secrets: Sequence[str] = ()) -> Model:
+    """`secrets`: every other key the run knows (other models', the judge's), kept off disk by
+    this model's recorder too."""
     if spec.provider == "scripted":
         from parquet_agent.models.scripted import ScriptedModel
 
@@ -44,7 +54,7 @@ def build_model(spec: ModelSpec, *, env: Mapping[str, str] | None = None,
             f"model {spec.name!r}: environment variable {spec.api_key_env!r} is not set; export "
             "the provider's API key under that name (the config holds only the name)"
         )
-    transport = RecordingTransport(httpx2.HTTPTransport(), secrets=[key])
+    transport = RecordingTransport(httpx2.HTTPTransport(), secrets=[key, *secrets])
     http = httpx2.Client(transport=transport, timeout=httpx2.Timeout(spec.timeout_s, connect=10.0))
     common = dict(
         name=spec.name,
@@ -53,6 +63,8 @@ def build_model(spec: ModelSpec, *, env: Mapping[str, str] | None = None,
         defaults=GenerationSettings(temperature=spec.temperature,
                                     reasoning_effort=spec.reasoning_effort),
         retry=retry or RetryPolicy(max_attempts=spec.max_attempts),
+        price=(declared_price(spec.price, model=spec.model, where=f"model {spec.name!r}")
+               if spec.price is not None else None),
     )
     if spec.provider == "openai":
         import openai
@@ -72,7 +84,8 @@ def build_model(spec: ModelSpec, *, env: Mapping[str, str] | None = None,
 
         client = anthropic.Anthropic(api_key=key, base_url=spec.base_url, max_retries=0,
                                      http_client=http, timeout=spec.timeout_s)
-        return AnthropicMessagesModel(client, transport, **common)
+        return AnthropicMessagesModel(client, transport, cache_prompts=spec.cache_prompts,
+                                      **common)
     if spec.provider == "google":
         from google import genai
         from google.genai import types

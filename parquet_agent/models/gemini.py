@@ -14,8 +14,11 @@ garbage-collected.
   (`minimal|low|medium|high`) to `thinking_config.thinking_level`; other values are recorded as
   not supported.
 - Tokens: input = promptTokenCount (includes cached), output = candidates + thoughts.
-- A reply without candidates (blocked prompt, empty) or with `MALFORMED_FUNCTION_CALL` is
-  malformed and retried.
+- A blocked prompt (`promptFeedback.blockReason`, with `blockReasonMessage`) and a candidate
+  that finished with a refusal (`SAFETY`, `RECITATION`, `MODEL_ARMOR`, ... with its
+  `finishMessage`) are blocks: an answer carrying the reason, never retried. A reply without
+  candidates and without a block, or `MALFORMED_FUNCTION_CALL`, is malformed and retried (see
+  `reply_check`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,15 @@ from typing import Any
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from parquet_agent.models.http_model import NOT_SUPPORTED, HttpModel, SentSettings, CallOutcome, tokens
+from parquet_agent.models.http_model import (
+    NOT_SUPPORTED,
+    HttpModel,
+    SentSettings,
+    CallOutcome,
+    tokens,
+    unique_call_ids,
+)
+from parquet_agent.models.reply_check import verdict
 from parquet_agent.models.protocol import (
     AssistantMessage,
     GenerationSettings,
@@ -44,6 +55,7 @@ _LEVELS = {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH
 
 class GeminiModel(HttpModel):
     provider = "google"
+    reply_keys = ("candidates", "promptFeedback")
     _sdk_errors = (genai_errors.APIError,)
 
     def __init__(self, client, transport, **kwargs: Any):
@@ -99,7 +111,7 @@ class GeminiModel(HttpModel):
                 raise TypeError(f"unknown message type {type(m).__name__}")
         return ("\n\n".join(system) if system else None), out
 
-    def _call(self, request: ModelRequest, sent: SentSettings) -> CallOutcome:
+    def _call(self, request: ModelRequest, sent: SentSettings):
         system, contents = self.wire_contents(request)
         config: dict[str, Any] = {"max_output_tokens": sent.max_output_tokens,
                                   "automatic_function_calling": {"disable": True}}
@@ -115,21 +127,28 @@ class GeminiModel(HttpModel):
                                           parameters_json_schema=t.parameters)
                 for t in request.tools])]
             config["tool_config"] = {"function_calling_config": {
-                "mode": "NONE" if request.settings.tool_choice == "none" else "AUTO"}}
-        resp = self.client.models.generate_content(
+                "mode": {"none": "NONE", "required": "ANY"}.get(request.settings.tool_choice,
+                                                                "AUTO")}}
+        return self.client.models.generate_content(
             model=self.model, contents=contents, config=types.GenerateContentConfig(**config))
+
+    def _parse(self, resp, raw: dict) -> CallOutcome:
         usage = _usage(resp.usage_metadata)
-        if not resp.candidates or resp.candidates[0].content is None:
-            block = getattr(resp.prompt_feedback, "block_reason", None)
-            raise MalformedReplyError(f"reply has no candidates (block reason: {block})",
-                                      usage=usage, model=resp.model_version,
-                                      response_id=resp.response_id)
-        cand = resp.candidates[0]
-        finish = cand.finish_reason.value if cand.finish_reason is not None else None
-        if finish == "MALFORMED_FUNCTION_CALL":
-            raise MalformedReplyError("finish reason MALFORMED_FUNCTION_CALL", usage=usage,
+        cand = resp.candidates[0] if resp.candidates else None
+        feedback = resp.prompt_feedback
+        block = getattr(feedback, "block_reason", None)
+        finish = cand.finish_reason.value if cand is not None and cand.finish_reason else None
+        check = verdict(
+            has_choice=cand is not None and cand.content is not None,
+            finish_reason=finish,
+            block_reason=block.value if block is not None else None,
+            block_message=(getattr(feedback, "block_reason_message", None) if block is not None
+                           else getattr(cand, "finish_message", None) or _finish_message(raw)),
+        )
+        if check.kind == "malformed":
+            raise MalformedReplyError(check.reason or "malformed reply", usage=usage,
                                       model=resp.model_version, response_id=resp.response_id)
-        parts = cand.content.parts or []
+        parts = (cand.content.parts if cand is not None and cand.content is not None else None) or []
         texts, calls = [], []
         for i, p in enumerate(parts):
             if p.function_call is not None:
@@ -138,6 +157,7 @@ class GeminiModel(HttpModel):
                                       arguments=dict(fc.args or {})))
             elif p.text is not None and not p.thought:
                 texts.append(p.text)
+        calls = unique_call_ids(calls)
         text = "".join(texts) if texts else None
         kept = [p.model_dump(mode="json", exclude_none=True) for p in parts]
         reply = Reply(
@@ -150,8 +170,17 @@ class GeminiModel(HttpModel):
             usage=usage,
             message=AssistantMessage(text=text, tool_calls=tuple(calls),
                                      provider_data={"google": {"parts": kept}}),
+            block_reason=check.reason if check.kind == "block" else None,
+            block_message=check.message if check.kind == "block" else None,
         )
         return CallOutcome(reply)
+
+
+def _finish_message(raw: dict) -> str | None:
+    """`candidates[0].finishMessage` as sent: google-genai 3.6.1 does not carry it over."""
+    candidates = raw.get("candidates") or [{}]
+    message = candidates[0].get("finishMessage") if isinstance(candidates[0], dict) else None
+    return message if isinstance(message, str) else None
 
 
 def _usage(u) -> Usage:

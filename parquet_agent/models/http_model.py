@@ -3,10 +3,18 @@
 `HttpModel.complete(request, sink)` runs up to `retry.max_attempts` attempts. Each attempt is
 one SDK call (SDK retries are off) inside `RecordingTransport.exchange(sink,
 "<label>.attempt-NN")`, so its request and response are on disk before the SDK parses them.
-A subclass implements `_call(request) -> CallOutcome`: translate the neutral conversation to its
-wire format, call its SDK, normalise the reply. Failures are classified by `retry.classify`;
-retryable ones back off and try again, others fail fast. Every attempt becomes a frozen
-`Attempt`; when none succeeds, `ModelCallError` carries them all.
+A subclass implements `_call(request, sent)`: translate the neutral conversation to its wire
+format and call its SDK; and `_parse(response) -> CallOutcome`: normalise the reply. Between the
+two, `reply_check.body_problem` rejects a 2xx body that is no reply of the wire format (HTML
+from a wrong `base_url`), whatever the SDK made of it. Failures are classified by
+`retry.classify`; retryable ones back off and try again, others fail fast. A failure whose
+response body is byte-identical to the previous attempt's is deterministic (a server's
+validation error, a page that will not change) and is not retried again. Every attempt becomes
+a frozen `Attempt`; when none succeeds, `ModelCallError` carries them all and its `kind`
+(e.g. `context_overflow`).
+
+Cost: a model entry's declared `price` (e.g. `"free"` for a local model) wins over the price
+table, which would otherwise match whatever name a local server echoes back.
 
 Provider identity: when the client talks to the provider's own endpoint (no `base_url`), the
 endpoint names the provider; behind a `base_url` (gateway, local server, fake) only the reply
@@ -17,8 +25,9 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Callable
 
@@ -27,9 +36,11 @@ import pydantic
 
 from parquet_agent.errors import ModelCallError
 from parquet_agent.files import utc_now
-from parquet_agent.models.prices import PriceTable
+from parquet_agent.models.prices import Price, PriceTable, declared_cost
+from parquet_agent.models.reply_check import body_problem
 from parquet_agent.models.protocol import (
     UNVERIFIED,
+    ToolCall,
     Attempt,
     Cost,
     GenerationSettings,
@@ -76,6 +87,7 @@ class HttpModel:
     """Base of the SDK adapters; see the module docstring."""
 
     provider = "?"
+    reply_keys: tuple[str, ...] = ()  # top-level keys of a reply of this wire format
     _sdk_errors: tuple[type[BaseException], ...] = ()
 
     def __init__(
@@ -90,6 +102,7 @@ class HttpModel:
         prices: PriceTable | None = None,
         sleep: Callable[[float], None] = time.sleep,
         seed: int = 0,
+        price: Price | None = None,
     ):
         self.name = name
         self.model = model
@@ -98,13 +111,23 @@ class HttpModel:
         self.defaults = defaults or GenerationSettings()
         self.retry = retry or RetryPolicy()
         self.prices = prices or PriceTable.load()
+        self.price = price  # declared in the model entry: wins over the table
         self._sleep = sleep
         self._rng = random.Random(seed)
 
     # -- for subclasses ------------------------------------------------------------------
 
-    def _call(self, request: ModelRequest, sent: SentSettings) -> CallOutcome:
+    def _call(self, request: ModelRequest, sent: SentSettings):
         raise NotImplementedError
+
+    def _parse(self, response, raw: dict) -> CallOutcome:
+        """Normalise the SDK's `response`; `raw` is the same reply as parsed JSON, for the
+        fields an SDK drops."""
+        raise NotImplementedError
+
+    def _notes(self, request: ModelRequest) -> tuple[str, ...]:
+        """What else every attempt of `request` should record (adapters add their own)."""
+        return ()
 
     def _sent_settings(self, settings: GenerationSettings) -> SentSettings:
         raise NotImplementedError
@@ -112,7 +135,7 @@ class HttpModel:
     def _table_settings(self, settings: GenerationSettings) -> SentSettings:
         """Temperature and reasoning effort as the price table says this model takes them
         (`false` there: not sent, recorded as "not supported"); adapters add their own limits."""
-        price = self.prices.lookup(self.model)
+        price = self.price or self.prices.lookup(self.model)
         temperature: float | str | None = settings.temperature
         effort: str | None = settings.reasoning_effort
         notes = []
@@ -163,30 +186,22 @@ class HttpModel:
 
     def complete(self, request: ModelRequest, sink: RawSink) -> ModelResult:
         sent = self._sent_settings(self.settings_for(request))
+        sent = SentSettings(sent.temperature, sent.reasoning_effort, sent.max_output_tokens,
+                            sent.notes + self._notes(request))
         attempts: list[Attempt] = []
         wait_s = 0.0
         failure: Failure | None = None
+        previous_body: bytes | None = None
         for number in range(1, self.retry.max_attempts + 1):
             started_at = utc_now()
             t0 = time.perf_counter()
-            outcome: CallOutcome | None = None
-            malformed: MalformedReplyError | None = None
             with self.transport.exchange(sink, f"{request.label}.attempt-{number:02d}") as ex:
-                try:
-                    outcome = self._call(request, sent)
-                    failure = None
-                    if outcome.fatal:
-                        failure = classify(ex, PinMismatchError(outcome.fatal))
-                except (
-                    MalformedReplyError,
-                    json.JSONDecodeError,
-                    httpx2.HTTPError,
-                    pydantic.ValidationError,
-                    *self._sdk_errors,
-                ) as exc:
-                    failure = classify(ex, exc)
-                    if isinstance(exc, MalformedReplyError):
-                        malformed = exc
+                outcome, malformed, failure = self._one_attempt(request, sent, ex)
+            if failure is not None and _repeats(failure, ex, previous_body):
+                failure = replace(failure, retryable=False, deterministic=True,
+                                  message=failure.message + " (the same reply as the previous "
+                                  "attempt, byte for byte: deterministic, not retried)")
+            previous_body = ex.body if failure is not None else None
             duration_ms = (time.perf_counter() - t0) * 1000.0
             attempt = self._attempt(
                 request, sent, number, started_at, duration_ms, wait_s * 1000.0, ex, outcome,
@@ -206,7 +221,34 @@ class HttpModel:
             f"{len(attempts)} attempt(s); last error: {failure.message}. " + _advice(failure),
             tuple(attempts),
             retryable=failure.retryable,
+            kind=failure.kind,
         )
+
+    def _one_attempt(self, request, sent, ex):
+        """(outcome, malformed error, failure) of one SDK call inside the open exchange."""
+        try:
+            response = self._call(request, sent)
+            problem = body_problem(ex.status, ex.body, self.reply_keys)
+            if problem:
+                raise MalformedReplyError(problem)
+            outcome = self._parse(response, json.loads(ex.body or b"{}"))
+        except (
+            MalformedReplyError,
+            json.JSONDecodeError,
+            RecursionError,  # JSON nested deeper than the parser goes
+            httpx2.HTTPError,
+            pydantic.ValidationError,
+            *self._sdk_errors,
+        ) as exc:
+            problem = None if isinstance(exc, MalformedReplyError) else body_problem(
+                ex.status, ex.body, self.reply_keys)
+            if problem:  # the SDK choked on a body that is no reply: say so, not its error
+                exc = MalformedReplyError(problem)
+            failure = classify(ex, exc)
+            return None, (exc if isinstance(exc, MalformedReplyError) else None), failure
+        if outcome.fatal:
+            return outcome, None, classify(ex, PinMismatchError(outcome.fatal))
+        return outcome, None, None
 
     def _attempt(self, request, sent, number, started_at, duration_ms, queue_ms, ex, outcome,
                  malformed, failure) -> Attempt:
@@ -217,6 +259,8 @@ class HttpModel:
         if reply is None and usage.input_tokens is None:
             cost = Cost(None, "unknown", self.prices.version, None,
                         "no usage reported (failed attempt)")
+        elif self.price is not None:
+            cost = declared_cost(self.price, usage)
         else:
             cost = self.prices.cost(
                 (actual_model, self.model), usage,
@@ -256,6 +300,19 @@ class HttpModel:
 
 
 def _advice(failure: Failure) -> str:
+    if failure.kind == "context_overflow":
+        return ("The conversation no longer fits the model's context window: use a model with "
+                "a larger context, fewer or smaller tool outputs (max_tool_calls, row limits), "
+                "or a larger context on a local server (llama.cpp --n_ctx).")
+    if failure.deterministic:
+        return ("The endpoint gave the same reply twice, so retrying cannot help: read the raw "
+                "response file and change the request or the server setting it rejects (for "
+                "llama.cpp's 500 on an assistant message with `content: null`, set "
+                "tool_call_content = \"\" in the model entry; a page that is not JSON means "
+                "base_url is wrong).")
+    if failure.kind == "malformed":
+        return ("The endpoint answered with something that is not a usable model reply; check "
+                "base_url and the raw response file.")
     if failure.kind == "http_4xx":
         return ("The provider rejected the request: check the model id, the API key variable, "
                 "base_url and the settings in the config; the raw response file has the details.")
@@ -265,6 +322,36 @@ def _advice(failure: Failure) -> str:
     return ("The provider kept failing (rate limit, outage, network or malformed replies); "
             "try again later or raise max_attempts.")
 
+
+def _repeats(failure: Failure, ex, previous_body: bytes | None) -> bool:
+    """A retryable failure that is deterministic: a 500 or malformed 2xx whose body repeats
+    the previous attempt's byte for byte and does not itself ask for a retry (overload and
+    rate-limit replies, which repeat by nature, keep their retries)."""
+    if not failure.retryable or not ex.body or ex.body != previous_body:
+        return False
+    if failure.kind not in ("malformed", "http_5xx"):
+        return False
+    if ex.status != 500 and not 200 <= (ex.status or 0) < 300:
+        return False
+    return re.search(rb"retry|try again|overload|unavailable", ex.body[:4000], re.I) is None
+
+
+def unique_call_ids(calls: list[ToolCall]) -> list[ToolCall]:
+    """Tool calls with ids unique within the reply. An empty or repeated provider id gets
+    `call-<index>` (index in the reply); the provider's own stays in `wire_id` for the wire."""
+    seen: set[str] = set()
+    out = []
+    for i, call in enumerate(calls):
+        if call.id and call.id not in seen:
+            seen.add(call.id)
+            out.append(call)
+            continue
+        new = f"call-{i}"
+        while new in seen:
+            new += "x"
+        seen.add(new)
+        out.append(replace(call, id=new, wire_id=call.id))
+    return out
 
 
 def tokens(value) -> int | None:

@@ -13,7 +13,11 @@ built with `max_retries=0` and `http_client=httpx2.Client(transport=transport)` 
 - `max_tokens_field="max_tokens"` for servers that do not know `max_completion_tokens`.
 - Temperature is sent unless the price table marks the model as not taking one (reasoning
   models); reasoning effort is sent as `reasoning_effort`.
-- The gateway-reported cost is `usage.cost` (OpenRouter, USD).
+- The gateway-reported cost is `usage.cost` (OpenRouter, USD; with BYOK plus the upstream's
+  `cost_details.upstream_inference_cost`).
+- Provider fields the next request needs (DeepSeek `reasoning_content`, OpenRouter/Ollama
+  `reasoning`, Gemini's `extra_content`) are kept and sent back: see `wire_echo`.
+- Tool call ids are made unique (`""` from Gemini's OpenAI endpoint); the wire keeps its own.
 """
 
 from __future__ import annotations
@@ -25,7 +29,16 @@ from typing import Any
 
 import openai
 
-from parquet_agent.models.http_model import NOT_SUPPORTED, HttpModel, SentSettings, CallOutcome, tokens
+import parquet_agent.models.wire_echo as wire_echo
+from parquet_agent.models.http_model import (
+    NOT_SUPPORTED,
+    HttpModel,
+    SentSettings,
+    CallOutcome,
+    tokens,
+    unique_call_ids,
+)
+from parquet_agent.models.reply_check import verdict
 from parquet_agent.models.protocol import (
     AssistantMessage,
     GenerationSettings,
@@ -43,6 +56,7 @@ from parquet_agent.models.retry import MalformedReplyError
 
 class OpenAIChatModel(HttpModel):
     provider = "openai"
+    reply_keys = ("choices",)
     _sdk_errors = (openai.APIError,)
 
     def __init__(
@@ -90,6 +104,7 @@ class OpenAIChatModel(HttpModel):
 
     def wire_messages(self, request: ModelRequest) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
+        sent_ids: dict[str, str] = {}  # our unique call id -> the id the provider sent
         for m in request.messages:
             if isinstance(m, SystemMessage):
                 out.append({"role": "system", "content": m.text})
@@ -100,27 +115,18 @@ class OpenAIChatModel(HttpModel):
                 if m.tool_calls:
                     if m.text is None:
                         msg["content"] = self.tool_call_content
-                    msg["tool_calls"] = [
-                        {
-                            "id": c.id,
-                            "type": "function",
-                            "function": {
-                                "name": c.name,
-                                "arguments": c.raw_arguments
-                                if c.raw_arguments is not None
-                                else json.dumps(c.arguments),
-                            },
-                        }
-                        for c in m.tool_calls
-                    ]
+                    msg["tool_calls"] = [_wire_call(c) for c in m.tool_calls]
+                    sent_ids.update((c.id, c.sent_id) for c in m.tool_calls)
+                wire_echo.restore(msg, m.provider_data)
                 out.append(msg)
             elif isinstance(m, ToolMessage):
-                out.append({"role": "tool", "tool_call_id": m.call_id, "content": m.content})
+                out.append({"role": "tool", "tool_call_id": sent_ids.get(m.call_id, m.call_id),
+                            "content": m.content})
             else:
                 raise TypeError(f"unknown message type {type(m).__name__}")
         return out
 
-    def _call(self, request: ModelRequest, sent: SentSettings) -> CallOutcome:
+    def _call(self, request: ModelRequest, sent: SentSettings):
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": self.wire_messages(request),
@@ -134,6 +140,10 @@ class OpenAIChatModel(HttpModel):
                 for t in request.tools
             ]
             kwargs["tool_choice"] = request.settings.tool_choice
+            if request.settings.tool_choice == "required" and len(request.tools) == 1:
+                # the named form: local servers (llama.cpp) force it with a grammar
+                kwargs["tool_choice"] = {"type": "function",
+                                         "function": {"name": request.tools[0].name}}
         if isinstance(sent.temperature, (int, float)):
             kwargs["temperature"] = sent.temperature
         if sent.reasoning_effort and sent.reasoning_effort != NOT_SUPPORTED:
@@ -142,51 +152,41 @@ class OpenAIChatModel(HttpModel):
             kwargs["extra_body"] = {
                 "provider": {"order": list(self.provider_pin), "allow_fallbacks": False}
             }
-        resp = self.client.chat.completions.create(**kwargs)
-        return self._parse(resp)
+        return self.client.chat.completions.create(**kwargs)
 
-    def _parse(self, resp) -> CallOutcome:
-        usage = _usage(resp.usage)
+    def _parse(self, resp, raw: dict) -> CallOutcome:
+        usage, usage_notes = _usage(resp.usage)
         model = getattr(resp, "model", None)
-        if not resp.choices:
-            raise MalformedReplyError("reply has no choices", usage=usage, model=model,
-                                      response_id=resp.id)
-        choice = resp.choices[0]
-        calls = []
-        for tc in choice.message.tool_calls or ():
-            raw = tc.function.arguments
-            try:
-                args = json.loads(raw) if raw and raw.strip() else {}
-            except json.JSONDecodeError as exc:
-                raise MalformedReplyError(
-                    f"tool call {tc.function.name!r} has arguments that are not JSON: {exc}",
-                    usage=usage, model=model, response_id=resp.id,
-                ) from exc
-            if not isinstance(args, dict):
-                raise MalformedReplyError(
-                    f"tool call {tc.function.name!r} arguments are not a JSON object",
-                    usage=usage, model=model, response_id=resp.id,
-                )
-            calls.append(ToolCall(id=tc.id, name=tc.function.name, arguments=args,
-                                  raw_arguments=raw))
-        text = choice.message.content
+        choice = resp.choices[0] if resp.choices else None
+        message = choice.message if choice is not None else None
+        check = verdict(has_choice=message is not None,
+                        finish_reason=choice.finish_reason if choice is not None else None,
+                        block_message=getattr(message, "refusal", None) or None)
+        if check.kind == "malformed":
+            raise MalformedReplyError(check.reason or "malformed reply", usage=usage,
+                                      model=model, response_id=resp.id)
+        wire_calls = list((message.tool_calls or ()) if message is not None else ())
+        calls = unique_call_ids([_tool_call(tc) for tc in wire_calls])
+        text = message.content if message is not None else None
         named = getattr(resp, "provider", None) or (resp.model_extra or {}).get("provider")
         provider = self._provider_identity(named if isinstance(named, str) else None)
         notes, fatal = self._check_pin(named)
-        extra = (resp.usage.model_extra or {}) if resp.usage is not None else {}
-        gateway = extra.get("cost")
+        gateway, cost_notes = _gateway_cost(resp.usage)
+        echo = wire_echo.kept(message.model_extra if message is not None else None,
+                              [tc.model_extra for tc in wire_calls])
         reply = Reply(
             text=text,
             tool_calls=tuple(calls),
-            finish_reason=choice.finish_reason,
+            finish_reason=choice.finish_reason if choice is not None else None,
             response_id=resp.id,
             model=model,
             provider=provider,
             usage=usage,
-            message=AssistantMessage(text=text, tool_calls=tuple(calls)),
+            message=AssistantMessage(text=text, tool_calls=tuple(calls), provider_data=echo),
+            block_reason=check.reason if check.kind == "block" else None,
+            block_message=check.message if check.kind == "block" else None,
         )
-        return CallOutcome(reply, float(gateway) if isinstance(gateway, (int, float)) else None,
-                        tuple(notes), fatal)
+        return CallOutcome(reply, gateway, tuple(notes + usage_notes + cost_notes), fatal)
 
     def _check_pin(self, named) -> tuple[list[str], str | None]:
         if not self.provider_pin:
@@ -201,17 +201,73 @@ class OpenAIChatModel(HttpModel):
         return [msg], (msg if self.fail_on_pin_mismatch else None)
 
 
-def _usage(u) -> Usage:
+def _tool_call(tc) -> ToolCall:
+    """One wire tool call; argument text that does not parse (invalid JSON, control characters,
+    nesting too deep for the parser) or is not an object is kept raw with the reason."""
+    raw = tc.function.arguments
+    args: Any = {}
+    error = None
+    try:
+        args = json.loads(raw) if raw and raw.strip() else {}
+    except (ValueError, RecursionError) as exc:
+        error = f"arguments are not valid JSON: {exc}"
+    if error is None and not isinstance(args, dict):
+        error = f"arguments are JSON {type(args).__name__}, not an object"
+    return ToolCall(id=tc.id or "", name=tc.function.name, arguments=args if error is None else {},
+                    raw_arguments=raw, arguments_error=error)
+
+
+def _wire_call(c: ToolCall) -> dict[str, Any]:
+    arguments = c.raw_arguments if c.raw_arguments is not None else json.dumps(c.arguments)
+    return {"id": c.sent_id, "type": "function",
+            "function": {"name": c.name, "arguments": arguments}}
+
+
+def _usage(u) -> tuple[Usage, list[str]]:
+    """Normalised usage, and notes. A total above prompt + completion is hidden reasoning
+    (Gemini's OpenAI endpoint counts thinking only in `total_tokens`): added to output and
+    reasoning so it is priced and capped."""
     if u is None:
-        return Usage()
+        return Usage(), []
     pd = getattr(u, "prompt_tokens_details", None)
     cd = getattr(u, "completion_tokens_details", None)
+    output = tokens(u.completion_tokens)
+    reasoning = tokens(getattr(cd, "reasoning_tokens", None)) if cd else None
+    notes = []
+    total = tokens(getattr(u, "total_tokens", None))
+    parts = (tokens(u.prompt_tokens) or 0) + (output or 0)
+    if total is not None and output is not None and total > parts:
+        hidden = total - parts
+        output += hidden
+        reasoning = (reasoning or 0) + hidden
+        notes.append(f"total_tokens {total} exceeds prompt + completion {parts}: the "
+                     f"{hidden} hidden tokens are counted as reasoning")
+    # a declared field in newer SDKs, an extra one in older
+    write = None if pd is None else getattr(pd, "cache_write_tokens", None)
+    if write is None and pd is not None:
+        write = (pd.model_extra or {}).get("cache_write_tokens")
     return Usage(
         input_tokens=tokens(u.prompt_tokens),
-        output_tokens=tokens(u.completion_tokens),
+        output_tokens=output,
         cached_tokens=tokens(getattr(pd, "cached_tokens", None)) if pd else None,
-        reasoning_tokens=tokens(getattr(cd, "reasoning_tokens", None)) if cd else None,
-    )
+        reasoning_tokens=reasoning,
+        cache_write_tokens=tokens(write) if isinstance(write, (int, float)) else None,
+    ), notes
+
+
+def _gateway_cost(u) -> tuple[float | None, list[str]]:
+    """OpenRouter's `usage.cost` (USD). With your own key (BYOK) `cost` is only OpenRouter's
+    fee; the upstream's bill is `cost_details.upstream_inference_cost`: the cost is the sum."""
+    extra = (u.model_extra or {}) if u is not None else {}
+    cost = extra.get("cost")
+    if not isinstance(cost, (int, float)) or isinstance(cost, bool):
+        return None, []
+    details = extra.get("cost_details") if isinstance(extra.get("cost_details"), dict) else {}
+    upstream = details.get("upstream_inference_cost")
+    if extra.get("is_byok") and isinstance(upstream, (int, float)):
+        return float(cost) + float(upstream), [
+            f"BYOK: gateway fee ${float(cost):.6f} + upstream inference ${float(upstream):.6f}"]
+    return float(cost), []
 
 
 def _per_million(value) -> float | None:

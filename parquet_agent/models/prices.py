@@ -1,7 +1,7 @@
 """Prices and cost: a dated, versioned price table, and the cost of one attempt.
 
 The bundled table is `prices.json` next to this module (USD per 1M tokens: `input`,
-`cached_input`, `output`, `reasoning`; each entry names its source). `PriceTable.load(path=None)`
+`cached_input`, `cache_write`, `output`, `reasoning`; each entry names its source). `PriceTable.load(path=None)`
 reads it (or another file with the same shape). `PriceTable.cost(model, usage, gateway_usd=...)`
 returns a `Cost`:
 
@@ -10,9 +10,15 @@ returns a `Cost`:
 - else the table's figure: `source="price_table"`, `price_table` = the table version;
 - an unknown model gives `usd=None`, `source="unknown"` and a logged warning: never zero.
 
-Usage is normalised (protocol.Usage): input includes cached, output includes reasoning. Cost =
-(input - cached)·input + cached·cached_input + (output - reasoning)·output + reasoning·reasoning.
-A missing `cached_input` or `reasoning` price falls back to `input` / `output`, said in the note.
+A model entry may declare its own price (`price = "free"` for a local model, or a table of
+per-million rates): `declared_price(value)` reads it and `declared_cost(price, usage)` prices
+with it, `source="declared"`; the table is then never consulted (a local server that echoes
+`gpt-4o-mini` back must not be billed as OpenAI).
+
+Usage is normalised (protocol.Usage): input includes cache reads and writes, output includes
+reasoning. Cost = (input - cached - written)·input + cached·cached_input + written·cache_write
++ (output - reasoning)·output + reasoning·reasoning. A missing `cached_input`, `cache_write` or
+`reasoning` price falls back to `input` / `output`, said in the note.
 Model ids are matched exactly, then without a `vendor/` or `models/` prefix, then without a
 date suffix (`-2025-08-07`, `-20251001`).
 """
@@ -44,6 +50,7 @@ class Price:
     temperature: bool  # whether the model takes a temperature (False for reasoning-only models)
     reasoning_effort: bool  # whether it takes a reasoning effort (False for non-reasoning models)
     source: str
+    cache_write: float | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,7 @@ class PriceTable:
                 temperature=bool(e.get("temperature", True)),
                 reasoning_effort=bool(e.get("reasoning_effort", True)),
                 source=e.get("source", ""),
+                cache_write=_opt(e.get("cache_write")),
             )
             for model, e in data["models"].items()
         }
@@ -124,22 +132,64 @@ def _compute(price: Price, usage: Usage) -> tuple[float | None, str | None]:
         return None, f"usage lacks token counts; cannot price {price.model}"
     notes = []
     cached = usage.cached_tokens or 0
+    written = usage.cache_write_tokens or 0
     reasoning = usage.reasoning_tokens or 0
     cached_price = price.cached_input
     if cached and cached_price is None:
         cached_price = price.input
         notes.append("no cached-input price: cached tokens priced as input")
+    write_price = price.cache_write
+    if written and write_price is None:
+        write_price = price.input
+        notes.append("no cache-write price: cache writes priced as input")
     reasoning_price = price.reasoning
     if reasoning and reasoning_price is None:
         reasoning_price = price.output
         notes.append("no reasoning price: reasoning tokens priced as output")
     usd = (
-        (usage.input_tokens - cached) * price.input
+        (usage.input_tokens - cached - written) * price.input
         + cached * (cached_price or 0.0)
+        + written * (write_price or 0.0)
         + (usage.output_tokens - reasoning) * price.output
         + reasoning * (reasoning_price or 0.0)
     ) / 1_000_000
     return usd, "; ".join(notes) or None
+
+
+_RATES = ("input", "output", "cached_input", "cache_write", "reasoning")
+
+
+def declared_price(value: Any, *, model: str, where: str) -> Price:
+    """A model entry's `price`: `"free"` (cost 0 by declaration, e.g. a local model) or a table
+    of USD per 1M tokens with `input` and `output` and optionally the other rates. Raises
+    ValueError with what is wrong."""
+    if value == "free":
+        return Price(model, "declared", 0.0, 0.0, 0.0, 0.0, True, True,
+                     f"{where}: price = \"free\"", cache_write=0.0)
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where}: price must be \"free\" or a table of USD per 1M tokens "
+                         f"({', '.join(_RATES)}), got {value!r}")
+    unknown = sorted(set(value) - set(_RATES))
+    if unknown or "input" not in value or "output" not in value:
+        raise ValueError(f"{where}: price table needs input and output (USD per 1M tokens) and "
+                         f"may have {', '.join(_RATES[2:])}; got keys {sorted(value)}")
+    rates = {}
+    for k in _RATES:
+        v = value.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0):
+            raise ValueError(f"{where}: price.{k} must be a non-negative number, got {v!r}")
+        rates[k] = None if v is None else float(v)
+    return Price(model, "declared", rates["input"], rates["output"], rates["cached_input"],
+                 rates["reasoning"], True, True, f"{where}: declared price",
+                 cache_write=rates["cache_write"])
+
+
+def declared_cost(price: Price, usage: Usage) -> Cost:
+    """Cost with the model entry's own price (`source="declared"`), never the table's."""
+    usd, note = _compute(price, usage)
+    if usd is None:
+        return Cost(None, "unknown", None, None, note)
+    return Cost(usd, "declared", None, None, _join(note, price.source) if note else price.source)
 
 
 def _opt(value: Any) -> float | None:

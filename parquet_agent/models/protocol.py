@@ -30,12 +30,25 @@ class ToolSpec:
 @dataclass(frozen=True)
 class ToolCall:
     """A tool call a model emitted. `raw_arguments` is the exact argument text on the wire,
-    when the wire format carries text (OpenAI); `arguments` is its parsed form."""
+    when the wire format carries text (OpenAI); `arguments` is its parsed form. Argument text
+    that does not parse leaves `arguments` empty and says why in `arguments_error`: the tools
+    then answer with a validation error the model can read, never a failed call.
+
+    `id` is unique within its reply (resume keys saved tool results by turn and call id);
+    `wire_id` is what the provider sent when that differs (Gemini's OpenAI endpoint sends `""`
+    for every call) and is what goes back on the wire."""
 
     id: str
     name: str
     arguments: dict[str, Any]
     raw_arguments: str | None = None
+    wire_id: str | None = None
+    arguments_error: str | None = None
+
+    @property
+    def sent_id(self) -> str:
+        """The id as the provider knows it."""
+        return self.id if self.wire_id is None else self.wire_id
 
 
 # -- the conversation ---------------------------------------------------------------------
@@ -84,7 +97,8 @@ class GenerationSettings:
     temperature: float | None = None
     reasoning_effort: str | None = None
     max_output_tokens: int = 4096
-    tool_choice: Literal["auto", "none"] = "auto"
+    # "required": a tool must be called (one offered tool: that one); used by preflight
+    tool_choice: Literal["auto", "none", "required"] = "auto"
 
 
 @dataclass(frozen=True)
@@ -104,13 +118,16 @@ class ModelRequest:
 
 @dataclass(frozen=True)
 class Usage:
-    """Token counts as the provider reports them, normalised: `input_tokens` includes cached
-    input, `output_tokens` includes reasoning. `None` means the provider did not say."""
+    """Token counts as the provider reports them, normalised: `input_tokens` includes cache
+    reads (`cached_tokens`) and cache writes (`cache_write_tokens`), `output_tokens` includes
+    reasoning (hidden thinking a provider counts only in its total is added to both).
+    `None` means the provider did not say."""
 
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_tokens: int | None = None
     reasoning_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 UNVERIFIED = "unverified"  # a reply that does not name who served it
@@ -128,15 +145,29 @@ class Reply:
     provider: str  # actual provider, or UNVERIFIED
     usage: Usage
     message: AssistantMessage
+    # The provider refused to answer (a safety filter, a blocked prompt): its reason and message.
+    # A block is an answer, recorded as the case's outcome; it is never retried.
+    block_reason: str | None = None
+    block_message: str | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """The reply stopped at the output-token limit: its text is cut off."""
+        return self.finish_reason in TRUNCATED
+
+
+# Finish reasons meaning "cut off at the output limit", as each wire format spells it.
+TRUNCATED = frozenset({"length", "max_tokens", "MAX_TOKENS"})
 
 
 @dataclass(frozen=True)
 class Cost:
-    """Cost of one attempt in USD. `source` is `gateway` (reported in the reply), `price_table`
-    (computed; `price_table` names the table version) or `unknown` (usd is None)."""
+    """Cost of one attempt in USD. `source` is `gateway` (reported in the reply), `declared`
+    (the model entry's own `price`), `price_table` (computed; `price_table` names the table
+    version) or `unknown` (usd is None)."""
 
     usd: float | None
-    source: Literal["gateway", "price_table", "unknown"]
+    source: Literal["gateway", "declared", "price_table", "unknown"]
     price_table: str | None = None
     computed_usd: float | None = None  # when the gateway reported one, what the table says
     note: str | None = None

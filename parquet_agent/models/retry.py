@@ -7,8 +7,10 @@ transport error) rather than SDK exception classes, so the rule is the same for 
 - retryable: 408, 409, 429 (Retry-After / retry-after-ms / Gemini RetryInfo honoured up to a
   cap), every 5xx including Anthropic's 529, timeouts, dropped or refused connections, and a
   malformed 2xx reply (invalid JSON, no choices/candidates, tool arguments that are not JSON);
-- not retryable (fails fast): every other 4xx (bad request, auth, not found, ...), and a
-  provider-pin mismatch when configured to fail.
+- not retryable (fails fast): every other 4xx (bad request, auth, not found, ...), a
+  provider-pin mismatch when configured to fail, and a prompt over the model's context window
+  (`context_overflow`, recognised by the messages of OpenAI, Anthropic, Gemini, vLLM and
+  llama.cpp, whatever the status: llama.cpp and some gateways send it as a 500).
 
 `RetryPolicy.delay(n, retry_after)` is exponential backoff with full jitter, bounded.
 """
@@ -50,7 +52,21 @@ class Failure:
     message: str
     retryable: bool
     retry_after_s: float | None = None
-    kind: str = "error"  # http_429 | http_5xx | http_4xx | timeout | network | malformed | pin
+    # http_429 | http_5xx | http_4xx | timeout | network | malformed | pin | context_overflow
+    kind: str = "error"
+    deterministic: bool = False  # the same reply twice: retrying cannot help
+
+
+# How providers say "the prompt is over the context window" (OpenAI `context_length_exceeded`,
+# Anthropic "prompt is too long", Gemini "input token count ... exceeds the maximum", vLLM /
+# llama-cpp-python "maximum context length", llama.cpp's server `exceed_context_size_error`).
+_CONTEXT_OVERFLOW = re.compile(
+    r"context_length_exceeded|prompt is too long|maximum context length|"
+    r"input token count.{0,40}exceeds|exceed_context_size|exceeds? (?:the )?(?:available )?"
+    r"context (?:window|size|length)|context window (?:of \d+ tokens )?(?:was |is )?exceeded|"
+    r"requested tokens \(\d+\) exceed context window",
+    re.IGNORECASE,
+)
 
 
 class MalformedReplyError(Exception):
@@ -79,6 +95,10 @@ def classify(exchange: Exchange, exc: BaseException) -> Failure:
     if status is None:
         # The SDK failed before any request went out (e.g. invalid arguments): ours to fix.
         return Failure(text, retryable=False, kind="client")
+    if status >= 400 and exchange.body and _CONTEXT_OVERFLOW.search(
+            exchange.body[:4000].decode("utf-8", "replace")):
+        return Failure(f"context window exceeded: {_error_text(exchange.body) or text}",
+                       retryable=False, kind="context_overflow")
     if status == 429:
         return Failure(text, True, retry_after(exchange), kind="http_429")
     if status >= 500:
@@ -88,6 +108,18 @@ def classify(exchange: Exchange, exc: BaseException) -> Failure:
     if status >= 400:
         return Failure(text, retryable=False, kind="http_4xx")
     return Failure(text, retryable=True, kind="malformed")
+
+
+def _error_text(body: bytes) -> str | None:
+    """The provider's error message from a JSON error body (any of the three shapes)."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return body[:300].decode("utf-8", "replace")
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return error["message"]
+    return error if isinstance(error, str) else None
 
 
 def retry_after(exchange: Exchange) -> float | None:

@@ -6,7 +6,11 @@ Contract fields (DESIGN.md): `name, provider, model, api_key_env, base_url, prov
 temperature, reasoning_effort`. Ours, all optional: `max_output_tokens`, `max_attempts`,
 `timeout_s`, `fail_on_pin_mismatch`, `tool_call_content` (`""` for llama.cpp-style local
 servers), `max_tokens_field`, `script` (provider `scripted`: a JSON file with a list of
-replies). Unknown keys are a `ConfigError`, never ignored. The key itself is never part of a
+replies), `price` (`"free"` for a local model, or a table of USD per 1M tokens: `input`,
+`output`, `cached_input`, `cache_write`, `reasoning`; wins over the bundled price table),
+`cache_prompts` (default true: ask for prompt caching where the provider needs it, Anthropic),
+`context_tokens` (the model's context window; a judge with one fits its evidence to it).
+Unknown keys are a `ConfigError`, never ignored. The key itself is never part of a
 spec: only the name of the variable that holds it.
 """
 
@@ -21,6 +25,7 @@ from typing import Any
 
 from parquet_agent.checks import check_keys, check_type, fail, join
 from parquet_agent.errors import ConfigError
+from parquet_agent.models.prices import declared_price
 
 PROVIDERS = ("openai", "anthropic", "google", "scripted", "baseline")
 JUDGE_PROVIDERS = PROVIDERS + ("rubric",)  # rubric: the offline judge (built by the judge piece)
@@ -49,6 +54,9 @@ class ModelSpec:
     tool_call_content: str | None = None
     max_tokens_field: str = "max_completion_tokens"
     script: str | None = None
+    price: Any = None  # "free" or {input, output, ...}: see prices.declared_price
+    cache_prompts: bool = True
+    context_tokens: int | None = None
 
 
 MODEL_KEYS = tuple(f.name for f in fields(ModelSpec))
@@ -122,6 +130,16 @@ def validate_model(spec: ModelSpec, where: str, *, judge: bool = False) -> Model
     if spec.reasoning_effort is not None and spec.reasoning_effort not in REASONING_EFFORTS:
         raise fail(join(w, "reasoning_effort"),
                    f"{spec.reasoning_effort!r} is not one of {', '.join(REASONING_EFFORTS)}")
+    if spec.price is not None:
+        try:
+            declared_price(spec.price, model=spec.model, where=join(w, "price"))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+    check_type(join(w, "cache_prompts"), spec.cache_prompts, bool, "true or false")
+    if spec.context_tokens is not None:
+        check_type(join(w, "context_tokens"), spec.context_tokens, int, "an integer")
+        if spec.context_tokens < 1024:
+            raise fail(join(w, "context_tokens"), "must be at least 1024")
     return spec
 
 

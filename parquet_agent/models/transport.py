@@ -11,7 +11,9 @@ around one SDK call (one attempt; SDK retries are off); inside it, each HTTP req
    transport failure (timeout, dropped connection) is written there too, as `error`.
 
 The SDK then parses exactly the bytes that were written (content-decoded; a credential echoed in
-the body is replaced by `REDACTED` in both). Credentials are: `Authorization`, `x-api-key`,
+the body is replaced by `REDACTED` in both, in every spelling a JSON string can give it: plain,
+with any of its characters escaped as a JSON unicode escape, or a slash escaped; so the SDK's decoded error text,
+journals, case records and reports never see it). Credentials are: `Authorization`, `x-api-key`,
 `x-goog-api-key`, `api-key` and similar headers, `key=`-style query parameters, and every
 `secrets` value wherever it appears. A request outside an `exchange` raises: nothing goes out
 unrecorded. The open exchange is per thread, so one transport serves concurrent calls.
@@ -25,6 +27,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import threading
 import time
 from contextlib import contextmanager
@@ -83,6 +86,7 @@ class RecordingTransport(httpx2.BaseTransport):
         self._inner = inner
         # Short values would redact ordinary words; real keys are long.
         self._secrets = tuple(s for s in secrets if s and len(s) >= 8)
+        self._patterns = tuple(json_spellings(s) for s in self._secrets)
         self._local = threading.local()
 
     @contextmanager
@@ -154,14 +158,12 @@ class RecordingTransport(httpx2.BaseTransport):
     # -- records ------------------------------------------------------------------------
 
     def _scrub(self, data: bytes) -> bytes:
-        for secret in self._secrets:
-            data = data.replace(secret.encode(), REDACTED.encode())
+        for pattern in self._patterns:
+            data = pattern.sub(REDACTED.encode(), data)
         return data
 
     def _scrub_text(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, REDACTED)
-        return text
+        return self._scrub(text.encode("utf-8", "surrogatepass")).decode("utf-8", "surrogatepass")
 
     def _headers(self, items: list[tuple[str, str]]) -> list[list[str]]:
         out = []
@@ -224,6 +226,22 @@ class RecordingTransport(httpx2.BaseTransport):
                 "error_kind": kind,
             }
         )
+
+
+def json_spellings(secret: str) -> "re.Pattern[bytes]":
+    """A bytes pattern matching `secret` as written in UTF-8 text or inside a JSON string, where
+    any character may be a JSON unicode escape (either hex case) and a slash may be escaped."""
+    parts = []
+    for ch in secret:
+        options = [re.escape(ch.encode("utf-8"))]
+        if ord(ch) < 0x10000:
+            options.append(rb"\\u" + b"".join(
+                b"[" + c.lower().encode() + c.upper().encode() + b"]" if c.isalpha()
+                else c.encode() for c in f"{ord(ch):04x}"))
+        if ch == "/":
+            options.append(rb"\\/")
+        parts.append(b"(?:" + b"|".join(options) + b")")
+    return re.compile(b"".join(parts))
 
 
 def _body_fields(data: bytes) -> dict:

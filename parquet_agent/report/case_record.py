@@ -173,7 +173,7 @@ def _tool_call(event: Event) -> dict[str, Any]:
         "budgeted": d.get("budgeted"), "dispatched": d.get("dispatched"),
         "cache_hit": bool(d.get("cache_hit")), "timings": d.get("timings") or {},
         "worker_id": d.get("worker_id"), "peak_rss_bytes": d.get("peak_rss_bytes"),
-        "offsets": _offsets(d.get("output")), "output": d.get("output"),
+        "skip_index": d.get("skip_index"), "offsets": _offsets(d.get("output")), "output": d.get("output"),
         "model_text": None if from_output else text, "model_text_is_output_json": from_output,
         "at": event.at,
     }
@@ -348,7 +348,7 @@ def build_case(source: RunSource, case_id: str) -> dict[str, Any]:
         "actual_provider": ident.get("actual_provider") or UNVERIFIED,
     }
     tokens = {k: sum(((a.get("usage") or {}).get(f"{k}_tokens") or 0) for a in attempts)
-              for k in ("input", "output", "cached", "reasoning")}
+              for k in ("input", "output", "cached", "reasoning", "cache_write")}
     costs = [(a.get("cost") or {}).get("usd") for a in attempts]
     known = [c for c in costs if c is not None]
     cost = {
@@ -434,7 +434,7 @@ INDEX_COLUMNS = (
     "case_id", "question_id", "question", "model", "provider", "actual_model", "strategy",
     "status", "status_reason", "answer", "correctness", "citation_support", "scored", "rationale",
     *TOOL_COUNT_FIELDS,
-    "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens",
+    "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens", "cache_write_tokens",
     "cost_usd", "cost_unknown_attempts", "wall_ms", "started_at", "case_json",
 )
 

@@ -55,6 +55,7 @@ def _attempt_row(run_id: str, case_id: str | None, event_name: str, data: dict) 
         "response_id": a.get("response_id"), "finish_reason": a.get("finish_reason"),
         "input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens"),
         "cached_tokens": usage.get("cached_tokens"), "reasoning_tokens": usage.get("reasoning_tokens"),
+        "cache_write_tokens": usage.get("cache_write_tokens"),
         "cost_usd": float(usd) if usd is not None else float("nan"),
         "cost_known": usd is not None, "cost_source": cost.get("source") or "unknown",
         "price_table": cost.get("price_table"),

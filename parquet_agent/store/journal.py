@@ -120,6 +120,7 @@ class ToolCallEvent:
     timings: dict[str, float] = field(default_factory=dict)  # queue_ms, run_ms, total_ms
     worker_id: str | None = None
     peak_rss_bytes: int | None = None
+    skip_index: dict[str, Any] | None = None  # whole-corpus sql: pruned or scanned, pages read
     # raw path of {"model_text", "output"} when they were large: `Run.journal` moves them into
     # the raw store (compressed against the case's requests); `Run.case_events` puts them back
     offloaded: str | None = None

@@ -23,7 +23,8 @@ from parquet_agent.models.protocol import (
 
 def _tool_call(d: dict[str, Any]) -> ToolCall:
     return ToolCall(id=d["id"], name=d["name"], arguments=d.get("arguments") or {},
-                    raw_arguments=d.get("raw_arguments"))
+                    raw_arguments=d.get("raw_arguments"), wire_id=d.get("wire_id"),
+                    arguments_error=d.get("arguments_error"))
 
 
 def reply_from_dict(d: dict[str, Any]) -> Reply:
@@ -42,6 +43,8 @@ def reply_from_dict(d: dict[str, Any]) -> Reply:
             tool_calls=tuple(_tool_call(c) for c in message.get("tool_calls") or ()),
             provider_data=message.get("provider_data"),
         ),
+        block_reason=d.get("block_reason"),
+        block_message=d.get("block_message"),
     )
 
 

@@ -76,15 +76,19 @@ class Tools:
         snapshot: CorpusSnapshot | None = None,
         limits: SandboxLimits | None = None,
         output_limits: OutputLimits | None = None,
+        skip_index: bool = True,
     ) -> Tools:
-        """Tools over the corpus folder; raises UsageError/CorpusError for an unusable folder."""
+        """Tools over the corpus folder; raises UsageError/CorpusError for an unusable folder.
+
+        `skip_index=False` runs every whole-corpus query as a scan even where the data-skipping
+        index exists (an experiment's `[limits] skip_index = false`)."""
         offer = ToolOffer.of(strategy)
         corpus_dir = Path(corpus_dir).resolve()
         snapshot = snapshot or CorpusSnapshot.take(corpus_dir)
         sandbox = SharedSandbox(snapshot, corpus_dir, cache=cache, data_workers=data_workers,
                                 limits=limits or SandboxLimits(),
                                 output_limits=output_limits or OutputLimits(),
-                                load_headers="search_headers" in offer.names)
+                                load_headers="search_headers" in offer.names, skip_index=skip_index)
         return cls(sandbox, offer, owns_sandbox=True)
 
     # -- public surface -----------------------------------------------------------------------
@@ -99,6 +103,7 @@ class Tools:
     output_limits = property(lambda self: self.sandbox.output_limits)
     cache = property(lambda self: self.sandbox.cache)
     index_status = property(lambda self: self.sandbox.index_status)
+    skip_status = property(lambda self: self.sandbox.skip_status)
     sandbox_mode = property(lambda self: self.sandbox.mode)
 
     def call(self, name: str, **arguments: Any) -> ToolResult:
@@ -212,7 +217,8 @@ class Tools:
             peak_rss_bytes=data.get("peak_rss_bytes"),
         )
         if data.get("ok"):
-            return ToolResult(name, args, True, data.get("output"), None, truncated=data.get("truncated"), **common)
+            return ToolResult(name, args, True, data.get("output"), None, truncated=data.get("truncated"),
+                              skip_index=data.get("skip_index"), **common)
         error = data.get("error") or {}
         kind = error.get("kind", "worker_crashed")
         message = error.get("message", "the worker gave no answer")

@@ -59,6 +59,9 @@ class ToolResult:
     peak_rss_bytes: int | None = None
     cache_hit: bool = False
     truncated: dict[str, Any] | None = None  # what the output limits cut, when they cut
+    # whole-corpus sql: whether the data-skipping index pruned it, pages read/skipped (never
+    # part of model_text: the model sees the same result either way)
+    skip_index: dict[str, Any] | None = None
 
     def model_text(self) -> str:
         """The exact text the model receives (deterministic for the same ok/output/error)."""

@@ -228,6 +228,7 @@ def _prepare(config: dict, files: dict[str, int]):  # pragma: no cover - runs in
         row_index = RowIndex(_read(config["index_path"], INDEX_COLUMNS))
     if config.get("headers_path"):
         header_search = HeaderSearch(_read(config["headers_path"], HEADER_COLUMNS))
+    skip, skip_status = _open_skip(config, metadata)
     _warm_up(files, metadata)
     _release_freed_memory()
     # Two locked DuckDB connections, made once here and copied into every child by fork: one
@@ -256,6 +257,8 @@ def _prepare(config: dict, files: dict[str, int]):  # pragma: no cover - runs in
         metadata=metadata,
         row_index=row_index,
         header_search=header_search,
+        skip=skip,
+        skip_status=skip_status,
         corpus_con=corpus_con,
         empty_con=empty_con,
         root=os.path.dirname(config["files"][0]["path"]) if config["files"] else None,
@@ -313,6 +316,27 @@ def _corpus_con_works_in_child(ctx) -> bool:  # pragma: no cover - runs in the s
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def _open_skip(config: dict, metadata: dict):  # pragma: no cover - runs in the server
+    """(SkipIndex or None, status): only for files of one schema (the candidate rows are one
+    table) and an index built for this snapshot (the facade checked; checked again here)."""
+    from parquet_agent.corpus.skipindex import SkipIndex
+    from parquet_agent.errors import StaleIndexError
+
+    status = config.get("skip_status") or "no skipping index"
+    if not config.get("skip"):
+        return None, status
+    schemas = {meta.schema.to_arrow_schema().to_string() for meta in metadata.values()}
+    if len(schemas) != 1:
+        return None, "the corpus files differ in schema: whole-corpus queries are scans"
+    try:
+        skip = SkipIndex.open(config["skip"]["folder"], config["skip"]["snapshot_id"])
+    except StaleIndexError as exc:
+        return None, f"stale: {exc}"
+    if set(skip.pages.column("file").unique().to_pylist()) - set(metadata):
+        return None, "the skipping index names files outside this snapshot"
+    return skip, "ok"
 
 
 def _read(path: str, columns: tuple[str, ...]):  # pragma: no cover - runs in the server

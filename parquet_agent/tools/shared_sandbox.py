@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from parquet_agent.corpus.index import CorpusIndex, index_exists
+from parquet_agent.corpus.skipindex import SkipIndex, skip_index_exists
 from parquet_agent.corpus.snapshot import CorpusSnapshot
-from parquet_agent.errors import UsageError
+from parquet_agent.errors import StaleIndexError, UsageError
 from parquet_agent.tools.cache import ResultCache
 from parquet_agent.tools.pool import Answer, WorkerPool
 from parquet_agent.tools.render import OutputLimits
@@ -33,7 +34,7 @@ class SharedSandbox:
 
     def __init__(self, snapshot: CorpusSnapshot, corpus_dir: Path, *, cache: str,
                  data_workers: int, limits: SandboxLimits, output_limits: OutputLimits,
-                 load_headers: bool):
+                 load_headers: bool, skip_index: bool = True):
         if cache not in ("on", "off"):
             raise UsageError(f"cache must be 'on' or 'off', not {cache!r}")
         self.snapshot = snapshot
@@ -41,6 +42,7 @@ class SharedSandbox:
         self.output_limits = output_limits
         self.cache = ResultCache(enabled=cache == "on")
         self.index_status, index_path, headers_path = _find_index(corpus_dir, snapshot)
+        self.skip_status = _skip_status(corpus_dir, snapshot, skip_index)
         root = os.geteuid() == 0
         drop_to = (NOBODY, NOBODY) if root else None
         self.mode = _mode(root, landlock_abi() > 0)
@@ -49,6 +51,9 @@ class SharedSandbox:
                       for f, p in zip(snapshot.files, snapshot.paths(corpus_dir))],
             "index_path": index_path,
             "headers_path": headers_path if load_headers else None,
+            "skip": {"folder": str(corpus_dir), "snapshot_id": snapshot.snapshot_id}
+            if self.skip_status == "ok" else None,
+            "skip_status": self.skip_status,
             "limits": limits.to_json(),
             "output": output_limits.__dict__,
             "drop_to": list(drop_to) if drop_to else None,
@@ -84,6 +89,7 @@ class SharedSandbox:
             "limits": self.limits.to_json(),
             "output_limits": dict(self.output_limits.__dict__),
             "index": self.index_status,
+            "skip_index": self.skip_status,
             "server": dict(self._pool.server_info),
             "tool_version": TOOL_VERSION,
         }
@@ -114,6 +120,20 @@ def _mode(root: bool, landlock: bool) -> str:
     elif not landlock:
         mode += " (no Landlock: the worker may read every world-readable file)"
     return mode
+
+
+def _skip_status(corpus_dir: Path, snapshot: CorpusSnapshot, enabled: bool) -> str:
+    """"ok" when the data-skipping index can be used, else why whole-corpus queries are scans.
+    Never an error: a missing or stale skipping index only costs speed."""
+    if not enabled:
+        return "disabled (skip_index = false)"
+    if not skip_index_exists(corpus_dir):
+        return f"missing: build it with `parquet-agent corpus index {corpus_dir} --skip-only`"
+    try:
+        SkipIndex.check(corpus_dir, snapshot.snapshot_id)
+    except StaleIndexError as exc:
+        return f"stale: {exc}"
+    return "ok"
 
 
 def _find_index(corpus_dir: Path, snapshot: CorpusSnapshot) -> tuple[str, str | None, str | None]:

@@ -149,8 +149,28 @@ def _strip_titles(schema: Any) -> Any:
     return schema
 
 
+# Local servers compile the schema into a sampling grammar: llama.cpp's grammar builder
+# segfaults on `maxLength: 20000` (200 works). Long limits stay out of the schema the model sees
+# and are enforced by validation, where a breach is an error value the model reads.
+MAX_SCHEMA_LENGTH = 256
+
+
+def _portable(schema: Any) -> Any:
+    """`schema` without string length limits above MAX_SCHEMA_LENGTH (said in the description)."""
+    if isinstance(schema, list):
+        return [_portable(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _portable(v) for k, v in schema.items()}
+    limit = out.get("maxLength")
+    if isinstance(limit, int) and limit > MAX_SCHEMA_LENGTH:
+        del out["maxLength"]
+        out["description"] = f"{out.get('description', '')} (at most {limit:,} characters)".strip()
+    return out
+
+
 def tool_spec(func: Callable[..., None]) -> ToolSpec:
-    schema = _strip_titles(arguments_model(func).model_json_schema())
+    schema = _portable(_strip_titles(arguments_model(func).model_json_schema()))
     schema.setdefault("properties", {})
     schema["additionalProperties"] = False
     description = inspect.cleandoc(func.__doc__ or "").replace("\n", " ")

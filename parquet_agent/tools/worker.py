@@ -24,8 +24,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from parquet_agent.corpus.pages import PageFormatError, column_format, read_cell
+from parquet_agent.corpus.skipindex import SkipIndex
 from parquet_agent.tools.gate import GateRejection, first_line, parse_select
 from parquet_agent.tools.lookup import HeaderSearch, RowIndex, RowLocation
+from parquet_agent.tools.pruned import CandidateReader, SkipReport, pruned_filings
 from parquet_agent.tools.render import OutputLimits, bound_rows, jsonable
 from parquet_agent.tools.sandbox import (
     SandboxLimits,
@@ -64,6 +66,8 @@ class Context:
     metadata: dict[str, pq.FileMetaData] = field(default_factory=dict)  # parsed footers
     row_index: RowIndex | None = None
     header_search: HeaderSearch | None = None
+    skip: SkipIndex | None = None  # the data-skipping index over parsed_md pages
+    skip_status: str = "no skipping index"  # why `skip` is None
     # Locked connections made by the server (see server.py); None: each child connects itself.
     corpus_con: duckdb.DuckDBPyConnection | None = None  # reads exactly the snapshot files
     empty_con: duckdb.DuckDBPyConnection | None = None  # reads no file
@@ -120,8 +124,11 @@ def _answer(result_fd: int, answer: dict) -> None:  # pragma: no cover - in a ch
 
 def _run(job: dict, ctx: Context, watchdog: Watchdog) -> dict:
     try:
-        output, truncated = _dispatch(job["tool"], job["args"], ctx, watchdog)
-        return {"ok": True, "output": output, "truncated": truncated}
+        output, truncated, *skip = _dispatch(job["tool"], job["args"], ctx, watchdog)
+        answer = {"ok": True, "output": output, "truncated": truncated}
+        if skip and skip[0] is not None:  # for the record, never the model: outputs stay comparable
+            answer["skip_index"] = skip[0].to_json()
+        return answer
     except (JobError, GateRejection) as exc:
         return _error(exc.kind, exc.message, ctx)
     except duckdb.InterruptException:
@@ -199,7 +206,8 @@ def _corpus_paths(ctx: Context) -> list[str]:
 
 
 def _sql(query: str, file_stem: str | None, ctx: Context, watchdog: Watchdog,
-         scope: list[str] | None = None) -> tuple[Any, Any]:
+         scope: list[str] | None = None) -> tuple[Any, Any, SkipReport | None]:
+    skip = None  # a SkipReport for whole-corpus queries
     if file_stem is None and scope is not None:
         # only the scoped rows exist for this query: read by pyarrow, registered in a
         # connection that can read no file (no table function can reach the other rows)
@@ -209,7 +217,8 @@ def _sql(query: str, file_stem: str | None, ctx: Context, watchdog: Watchdog,
         con = _empty_con(ctx)
         con.register("filings", pa.concat_tables(rows))
     elif file_stem is None:
-        con = ctx.corpus_con or connect_corpus(_corpus_paths(ctx), ctx.limits, ctx.views)
+        con, skip = _whole_corpus(query, ctx)
+        watchdog.mark("prune")
     else:
         row = _locate_row(file_stem, None, ctx)
         watchdog.mark("locate")
@@ -229,7 +238,26 @@ def _sql(query: str, file_stem: str | None, ctx: Context, watchdog: Watchdog,
         output["scoped_to"] = file_stem
     if truncated:
         output["truncated"] = truncated
-    return output, truncated
+    return output, truncated, skip
+
+
+def _whole_corpus(query: str, ctx: Context) -> tuple[duckdb.DuckDBPyConnection, SkipReport]:
+    """The connection to run a whole-corpus query on: one where `filings` holds only the rows of
+    the pages the skipping index cannot rule out (`pruned.py`), or else the scanning one."""
+    scan = ctx.corpus_con or connect_corpus(_corpus_paths(ctx), ctx.limits, ctx.views)
+    if ctx.views is not None:  # the audit's own views: no `filings` to stand in for
+        return scan, SkipReport(False, "custom views: scanned")
+    if ctx.skip is None:
+        return scan, SkipReport(False, ctx.skip_status)
+    try:
+        table, report = pruned_filings(scan, query, ctx.skip, CandidateReader(ctx.files, ctx.metadata))
+    except (MemoryError, PageFormatError, duckdb.Error, OSError, pa.ArrowException) as exc:  # never worse than a scan
+        return scan, SkipReport(False, f"candidate read failed ({type(exc).__name__}): scanned", ctx.skip.count)
+    if table is None:
+        return scan, report
+    con = _empty_con(ctx)  # reads no file: `filings` is exactly the candidate rows
+    con.register("filings", table)
+    return con, report
 
 
 def _empty_con(ctx: Context) -> duckdb.DuckDBPyConnection:
@@ -396,7 +424,7 @@ def _windows(text: str, base: dict, start: int, max_chars: int, pattern: str) ->
 
 
 def _search_headers(ctx: Context, watchdog: Watchdog, query: str, page: int, page_size: int,
-                    scope: list[str] | None = None) -> tuple[Any, Any]:
+                    scope: list[str] | None = None) -> tuple[Any, Any, SkipReport | None]:
     if ctx.header_search is None:
         raise JobError(
             "not_found",

@@ -25,6 +25,22 @@ def test_build_writes_corpus_manifest_and_index(tmp_path):
     assert index.snapshot_id == manifest.snapshot.snapshot_id
     proc = _run("verify", str(out), "--require-tool-ready")
     assert proc.returncode == 0 and "matches the manifest" in proc.stdout
+    assert "skipping index: " in (_run("index", str(out), "--skip-only")).stdout
+
+
+def test_index_builds_the_skipping_index_unless_told_not_to(tmp_path):
+    from tests.tools.conftest import write_files
+
+    folder = tmp_path / "c"
+    write_files(folder)
+    proc = _run("index", str(folder), "--no-skip-index")
+    assert proc.returncode == 0 and "index: 60 rows" in proc.stdout and "skipping index:" not in proc.stdout
+    assert not (folder / "_skip").exists()
+    proc = _run("index", str(folder), "--skip-only")
+    assert proc.returncode == 0 and proc.stdout.startswith("skipping index: ")
+    assert (folder / "_skip" / "skip.json").is_file()
+    proc = _run("index", str(folder), "--skip-only", "--no-skip-index")
+    assert proc.returncode == 2 and "exclude each other" in proc.stderr
 
 
 def test_designed_errors_exit_2_with_a_message(tmp_path):

@@ -68,15 +68,17 @@ def test_gateway_cost_preferred_and_disagreement_recorded(sink):
     assert "gateway reported" in cost.note
 
 
-def test_invalid_tool_arguments_are_retried(sink):
-    script = [FakeReply(tool_calls=(FakeToolCall("sql", '{"query": "SELECT'),)),
-              FakeReply(tool_calls=(FakeToolCall("sql", {"query": "SELECT 1"}),))]
+def test_invalid_tool_arguments_are_kept_raw_not_retried(sink):
+    """Unparseable arguments are the model's answer (a tool error value the agent sends back),
+    not a failed call: retrying at temperature 0 would only pay for the same bytes again."""
+    script = [FakeReply(tool_calls=(FakeToolCall("sql", '{"query": "SELECT'),))]
     with openai_server(script) as server:
         result = make_model("openai", server).complete(ask(), sink)
-    first, second = result.attempts
-    assert first.outcome == "retry" and "not JSON" in first.error
-    assert result.reply.tool_calls[0].arguments == {"query": "SELECT 1"}
-    assert result.reply.tool_calls[0].raw_arguments == '{"query": "SELECT 1"}'
+    (only,) = result.attempts
+    assert only.outcome == "ok"
+    (call,) = result.reply.tool_calls
+    assert call.arguments == {} and call.raw_arguments == '{"query": "SELECT'
+    assert "not valid JSON" in call.arguments_error
 
 
 def test_empty_content_option_for_local_servers(sink):

@@ -12,7 +12,7 @@ from tests.models.conftest import CANARY, ask
 
 from parquet_agent.errors import ConfigError, ScriptExhaustedError
 from parquet_agent.models import ModelSpec, ScriptedModel, build_model, load_model_specs
-from parquet_agent.models.fakes import FakeReply, anthropic_server, openai_server
+from parquet_agent.models.fakes import FakeReply, FakeToolCall, anthropic_server, openai_server
 from parquet_agent.models.protocol import AssistantMessage, Reply, ToolCall, Usage
 
 
@@ -98,7 +98,9 @@ def test_missing_key_names_the_variable():
 
 def test_preflight_reports_actual_provider_and_cost(tmp_path):
     """The real CLI, in a subprocess, against fake servers; the key only in the environment."""
-    with openai_server([FakeReply(text="ok", provider="FakeUpstream", cost=0.0001)]) as o, \
+    echo = FakeReply(tool_calls=(FakeToolCall("echo_number", {"n": 7}),), provider="FakeUpstream",
+                     cost=0.0001)
+    with openai_server([FakeReply(text="ok", provider="FakeUpstream", cost=0.0001), echo]) as o, \
             anthropic_server([FakeReply(text="ok")]) as a:
         path = tmp_path / "c.toml"
         path.write_text(CONFIG.format(openai=o.url + "/v1", anthropic=a.url))
@@ -106,7 +108,7 @@ def test_preflight_reports_actual_provider_and_cost(tmp_path):
         proc = subprocess.run(
             [sys.executable, "-m", "parquet_agent", "preflight", str(path), "--raw-dir",
              str(tmp_path / "raw")],
-            capture_output=True, text=True, env=env, timeout=60)
+            capture_output=True, text=True, env=env, timeout=180)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "actual FakeUpstream gpt-4o-mini" in out and "$0.000100 (gateway" in out
@@ -120,12 +122,32 @@ def test_preflight_reports_actual_provider_and_cost(tmp_path):
     assert CANARY not in out + proc.stderr
 
 
+def test_preflight_reports_a_model_that_does_not_call_tools(tmp_path):
+    """Before: preflight checked only a text reply; a llama.cpp template that drops the tools
+    passed, and the grid then ran 16/16 cases without one tool call."""
+    with openai_server([FakeReply(text="ok"), FakeReply(text="7")]) as o, \
+            anthropic_server([FakeReply(text="ok")]) as a:
+        path = tmp_path / "c.toml"
+        path.write_text(CONFIG.format(openai=o.url + "/v1", anthropic=a.url))
+        proc = subprocess.run(
+            [sys.executable, "-m", "parquet_agent", "preflight", str(path), "--raw-dir",
+             str(tmp_path / "raw")],
+            capture_output=True, text=True, env={**os.environ, "PA_TEST_KEY": CANARY}, timeout=180)
+        forced = o.model_calls()[1].json
+    assert proc.returncode == 1
+    assert forced["tool_choice"] == {"type": "function", "function": {"name": "echo_number"}}
+    assert "will not call the data tools" in proc.stdout and "chat_format" in proc.stdout
+    report = json.loads((tmp_path / "raw" / "preflight.json").read_text())
+    entry = [m for m in report["models"] if m["provider"] == "openai"][0]
+    assert entry["ok"] is False and entry["calls_tools"] is False and len(entry["attempts"]) == 2
+
+
 def test_preflight_fails_clearly_without_key(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text(CONFIG.format(openai="http://127.0.0.1:9/v1", anthropic="http://127.0.0.1:9"))
     env = {k: v for k, v in os.environ.items() if k != "PA_TEST_KEY"}
     proc = subprocess.run([sys.executable, "-m", "parquet_agent", "preflight", str(path)],
-                          capture_output=True, text=True, env=env, timeout=60)
+                          capture_output=True, text=True, env=env, timeout=180)
     assert proc.returncode == 1
     assert "PA_TEST_KEY" in proc.stdout and "FAILED" in proc.stdout
 

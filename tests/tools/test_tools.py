@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -318,3 +319,12 @@ def test_a_strategy_view_is_a_new_frozen_view_over_one_sandbox(corpus_dir):
         view.close()  # a view owns nothing
         assert tools.sandbox.server_running and tools.sandbox.server_pid == pid
     assert not tools.sandbox.server_running and tools.sandbox.server_pid is None
+
+
+def test_schemas_keep_to_what_local_grammar_builders_accept(tools):
+    """llama.cpp's grammar compiler segfaulted on `sql.query`'s `maxLength: 20000`: long limits
+    are enforced by validation (an error value), not shown in the schema."""
+    text = json.dumps([s.parameters for s in tools.specs()])
+    assert all(int(n) <= 256 for n in re.findall(r'"maxLength": (\d+)', text))
+    result = tools.call("sql", query="SELECT 1 AS one -- " + "x" * 20_000)
+    assert result.error.kind == "validation" and "20000" in result.error.message

@@ -7,6 +7,8 @@ Contract: `read_html_filing(raw, source, crawler_row) -> Converted`. The body is
    CIK, company, form, filing date, period of report, accession (from the `html_index` URL);
 3. documented fallbacks, each with a note: an accession number in the file name
    (`parity_gate/10-K/0000950153-99-001234.html`, edgar-crawler's `<CIK>_<form>_<year>_<acc>`),
+   the CIK in a crawler naming (`records.cik_from_name`: edgar-crawler's file name, EDGAR's
+   `data/<CIK>/<accession>/` path, sec-edgar-downloader's folders; never an accession prefix),
    and a filing date in the file name (`aapl-10-k-2024-11-01.html`).
 
 `load_crawler_metadata(path) -> {filename: row}` reads edgar-crawler's metadata CSV;
@@ -23,6 +25,7 @@ from parquet_agent.corpus.importer.html import html_to_markdown
 from parquet_agent.corpus.importer.records import (
     Converted,
     Fact,
+    cik_from_name,
     find_accession,
     normalize_cik,
     parse_date,
@@ -62,6 +65,8 @@ def read_html_filing(raw: bytes, source: str, crawler_row: dict | None) -> Conve
         put(facts, "period", parse_date(crawler_row.get("Period of Report")), src)
     name = PurePosixPath(source).name
     put(facts, "accession_number", find_accession(name), "file name")
+    if (named := cik_from_name(source)) is not None:
+        put(facts, "cik", named[0], f"file name ({named[1]})")
     if "filing_date" not in facts and (m := _NAME_DATE.search(name)):
         put(facts, "filing_date", parse_date(m.group(0)), "file name")
     notes = []

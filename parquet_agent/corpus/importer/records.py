@@ -96,6 +96,31 @@ def find_accession(text: str | None) -> str | None:
     return "-".join(m.groups()) if m else None
 
 
+# Crawler namings that carry the CIK, documented by their tools (docs/real-filings.md):
+_CIK_NAMINGS = (
+    # edgar-crawler and EDGAR-CORPUS: `<CIK>_<FORM>_<YEAR>_<ACCESSION>.<ext>`
+    (re.compile(r"(?:^|/)(\d{1,10})_[A-Za-z0-9-]+_\d{4}_\d{10}-\d{2}-\d{6}(?:\.\w+)?$"),
+     "edgar-crawler file name <CIK>_<FORM>_<YEAR>_<ACCESSION>"),
+    # EDGAR's own archive layout: `.../edgar/data/<CIK>/<accession, 18 digits>/<file>`
+    (re.compile(r"(?:^|/)data/(\d{1,10})/\d{18}/[^/]+$"),
+     "EDGAR archive path data/<CIK>/<ACCESSION>/"),
+    # sec-edgar-downloader: `sec-edgar-filings/<CIK or ticker>/<FORM>/<ACCESSION>/<file>`
+    (re.compile(r"(?:^|/)sec-edgar-filings/(\d{1,10})/[^/]+/\d{10}-\d{2}-\d{6}/[^/]+$"),
+     "sec-edgar-downloader path sec-edgar-filings/<CIK>/<FORM>/<ACCESSION>/"),
+)
+
+
+def cik_from_name(path: str) -> tuple[str, str] | None:
+    """(CIK, naming) when `path` follows a crawler naming that carries the CIK. Never from an
+    accession number's prefix: that is the filer agent's CIK as often as the company's."""
+    posix = path.replace("\\", "/")
+    for pattern, naming in _CIK_NAMINGS:
+        m = pattern.search(posix)
+        if m and (cik := normalize_cik(m.group(1))):
+            return cik, naming
+    return None
+
+
 def normalize_cik(value: str | int | None) -> str | None:
     digits = re.sub(r"\D", "", str(value or ""))
     return digits.zfill(10) if digits and int(digits) > 0 else None
@@ -154,6 +179,9 @@ def resolve(conv: Converted, doc_name: str) -> Resolved:
     cik = facts.get("cik")
     if cik is None:
         notes.append("no CIK in the filing's metadata: accession (CIK) column left null")
+    elif cik.source.startswith("file name"):
+        notes.append(f"CIK taken from the {cik.source[len('file name ('):-1]} (the filing "
+                     "states none)")
     year = month = None
     filed = facts.get("filing_date")
     if filed is not None:

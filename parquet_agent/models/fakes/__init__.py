@@ -9,6 +9,7 @@ See `server.py` for scripts and fault injection.
 from parquet_agent.models.fakes.anthropic_wire import AnthropicWire, anthropic_server
 from parquet_agent.models.fakes.gemini_wire import GeminiWire, gemini_server
 from parquet_agent.models.fakes.openai_wire import OpenAIWire, openai_server
+from parquet_agent.models.fakes.prompt_cache import PromptCache
 from parquet_agent.models.fakes.server import (
     DROP,
     EMPTY,
@@ -17,6 +18,7 @@ from parquet_agent.models.fakes.server import (
     FakeServer,
     FakeToolCall,
     Fault,
+    RawResponse,
     ReceivedRequest,
     echo_key,
     http_error,
@@ -34,6 +36,8 @@ __all__ = [
     "Fault",
     "GeminiWire",
     "OpenAIWire",
+    "PromptCache",
+    "RawResponse",
     "ReceivedRequest",
     "anthropic_server",
     "echo_key",

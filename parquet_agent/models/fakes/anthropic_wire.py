@@ -1,18 +1,23 @@
 """Anthropic Messages wire format for `FakeServer`. `anthropic_server(script)`; pass
-`server.url` (no `/v1`) as the SDK's `base_url`. Serves `POST /v1/messages`, `GET /v1/models`."""
+`server.url` (no `/v1`) as the SDK's `base_url`. Serves `POST /v1/messages`, `GET /v1/models`.
+With `anthropic_server(script, prompt_cache=PromptCache())` the input side of `usage` is what
+the real API would bill for the request (cache reads only of prefixes asked to be cached
+before, writes counted; see `prompt_cache.py`), not `FakeReply.input_tokens`."""
 
 from __future__ import annotations
 
 import itertools
 
+from parquet_agent.models.fakes.prompt_cache import PromptCache
 from parquet_agent.models.fakes.server import FakeReply, FakeServer, ReceivedRequest
 
 
 class AnthropicWire:
     name = "anthropic"
 
-    def __init__(self) -> None:
+    def __init__(self, prompt_cache: PromptCache | None = None) -> None:
         self._ids = itertools.count(1)
+        self.prompt_cache = prompt_cache
 
     def is_model_call(self, method: str, path: str) -> bool:
         return method == "POST" and path.split("?")[0].endswith("/v1/messages")
@@ -25,6 +30,16 @@ class AnthropicWire:
         for i, c in enumerate(reply.tool_calls):
             content.append({"type": "tool_use", "id": c.id or f"toolu_fake{n}_{i}",
                             "name": c.name, "input": c.arguments})
+        usage = {
+            # input_tokens excludes cache reads (and writes) on this wire format
+            "input_tokens": reply.input_tokens - reply.cached_tokens - reply.cache_write_tokens,
+            "output_tokens": reply.output_tokens,
+            "cache_creation_input_tokens": reply.cache_write_tokens,
+            "cache_read_input_tokens": reply.cached_tokens,
+            "service_tier": "standard",
+        }
+        if self.prompt_cache is not None and isinstance(request.json, dict):
+            usage.update(self.prompt_cache.usage(request.json))
         return {
             "id": f"msg_fake{n}",
             "type": "message",
@@ -33,14 +48,7 @@ class AnthropicWire:
             "content": content,
             "stop_reason": reply.finish_reason or ("tool_use" if reply.tool_calls else "end_turn"),
             "stop_sequence": None,
-            "usage": {
-                # input_tokens excludes cache reads on this wire format
-                "input_tokens": reply.input_tokens - reply.cached_tokens,
-                "output_tokens": reply.output_tokens,
-                "cache_creation_input_tokens": 0,
-                "cache_read_input_tokens": reply.cached_tokens,
-                "service_tier": "standard",
-            },
+            "usage": usage,
         }
 
     def render_empty(self, request: ReceivedRequest) -> dict:
@@ -67,5 +75,5 @@ class AnthropicWire:
         return request.headers.get("authorization", "").removeprefix("Bearer ").strip()
 
 
-def anthropic_server(script) -> FakeServer:
-    return FakeServer(AnthropicWire(), script)
+def anthropic_server(script, prompt_cache: PromptCache | None = None) -> FakeServer:
+    return FakeServer(AnthropicWire(prompt_cache), script)

@@ -54,7 +54,8 @@ class GeminiWire:
         }
 
     def render_empty(self, request: ReceivedRequest) -> dict:
-        return {"promptFeedback": {"blockReason": "OTHER"},
+        # no candidates and no block: malformed (a `promptFeedback.blockReason` is a block)
+        return {"candidates": [],
                 "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5},
                 "modelVersion": "fake-model", "responseId": "fake-empty"}
 

@@ -24,7 +24,7 @@ class OpenAIWire:
         n = next(self._ids)
         calls = [
             {
-                "id": c.id or f"call_{i}",
+                "id": c.id if c.id is not None else f"call_{i}",
                 "type": "function",
                 "function": {
                     "name": c.name,
@@ -34,19 +34,23 @@ class OpenAIWire:
             }
             for i, c in enumerate(reply.tool_calls)
         ]
-        message = {"role": "assistant", "content": reply.text, "refusal": None}
+        message = {"role": "assistant", "content": reply.text, "refusal": None,
+                   **(reply.message_extra or {})}
         if calls:
             message["tool_calls"] = calls
         usage = {
             "prompt_tokens": reply.input_tokens,
             "completion_tokens": reply.output_tokens,
-            "total_tokens": reply.input_tokens + reply.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": reply.cached_tokens, "audio_tokens": 0},
+            "total_tokens": reply.input_tokens + reply.output_tokens + reply.hidden_tokens,
+            "prompt_tokens_details": {"cached_tokens": reply.cached_tokens, "audio_tokens": 0,
+                                      "cache_write_tokens": reply.cache_write_tokens},
             "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
         }
         if reply.cost is not None:
             usage["cost"] = reply.cost
-            usage["is_byok"] = False
+            usage["is_byok"] = reply.upstream_cost is not None
+            if reply.upstream_cost is not None:
+                usage["cost_details"] = {"upstream_inference_cost": reply.upstream_cost}
         body = {
             "id": f"chatcmpl-fake-{n}",
             "object": "chat.completion",

@@ -8,6 +8,8 @@ or a function `script(ReceivedRequest) -> item`. An item is:
 - `FakeReply(...)`: a normal reply, rendered by the wire format (text and/or tool calls, usage,
   gateway fields);
 - a `dict`: sent verbatim as the JSON body with status 200;
+- a `RawResponse(status, body, content_type)`: exactly these bytes (a recorded real reply, an
+  HTML page from a wrong base_url, ...);
 - a `Fault(...)`: `http_error(429, retry_after="1")`, `http_error(500)`, `http_error(529)`,
   `DROP` (connection closed without a response), `MALFORMED` (200 with invalid JSON), `EMPTY`
   (no choices / content / candidates), `slow(seconds, reply)`, `echo_key()` (a body echoing the
@@ -49,6 +51,20 @@ class FakeReply:
     reasoning_tokens: int = 0
     cost: float | None = None  # OpenRouter `usage.cost`
     thought_signature: str | None = None  # Gemini: sent beside each functionCall part
+    # real shapes seen in ../shared/wire_replay (OpenAI wire unless said otherwise):
+    cache_write_tokens: int = 0  # prompt_tokens_details.cache_write_tokens; Anthropic writes
+    hidden_tokens: int = 0  # counted only in total_tokens (Gemini's OpenAI endpoint)
+    upstream_cost: float | None = None  # OpenRouter BYOK: is_byok and the upstream's cost
+    message_extra: dict[str, Any] | None = None  # e.g. DeepSeek reasoning_content
+
+
+@dataclass(frozen=True)
+class RawResponse:
+    """A reply sent byte for byte: status, body and content type as given."""
+
+    status: int
+    body: bytes
+    content_type: str = "application/json"
 
 
 @dataclass(frozen=True)
@@ -76,7 +92,7 @@ DROP = Fault("drop")
 MALFORMED = Fault("malformed", status=200)
 EMPTY = Fault("empty", status=200)
 
-Item = Union[FakeReply, Fault, dict]
+Item = Union[FakeReply, Fault, RawResponse, dict]
 
 
 @dataclass(frozen=True)
@@ -190,6 +206,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(500, json.dumps(wire.render_error(500, "fake script exhausted")).encode())
         elif isinstance(item, dict):
             self._send(200, json.dumps(item).encode())
+        elif isinstance(item, RawResponse):
+            self._send(item.status, item.body, content_type=item.content_type)
         elif isinstance(item, FakeReply):
             self._send(200, json.dumps(wire.render(item, req)).encode())
         else:
@@ -199,7 +217,9 @@ class _Handler(BaseHTTPRequestHandler):
         wire = self.fake.wire
         if fault.kind == "status":
             headers = {"retry-after": fault.retry_after} if fault.retry_after else {}
-            body = wire.render_error(fault.status, f"injected HTTP {fault.status}")
+            # a request id, as real providers put in error bodies: two faults are two bodies
+            body = wire.render_error(fault.status, f"injected HTTP {fault.status} "
+                                     f"(request {len(self.fake.requests)})")
             self._send(fault.status, json.dumps(body).encode(), headers)
         elif fault.kind == "drop":
             self.close_connection = True
@@ -241,9 +261,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.fake._record(req)
         return req
 
-    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None, *,
+              content_type: str = "application/json") -> None:
         self.send_response(status)
-        self.send_header("content-type", "application/json")
+        self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(body)))
         for k, v in (headers or {}).items():
             self.send_header(k, v)

@@ -129,6 +129,7 @@
     s.appendChild(kv([
       ["tokens in / out", fmt(c.tokens.input) + " / " + fmt(c.tokens.output)],
       ["tokens cached / reasoning", fmt(c.tokens.cached) + " / " + fmt(c.tokens.reasoning)],
+      ["tokens written to the prompt cache", fmt(c.tokens.cache_write)],
       ["cost (USD)", c.cost.usd === null ? "unknown (" + c.cost.unknown_attempts +
         " attempts without a cost; known part " + c.cost.known_usd + ")" : c.cost.usd],
       ["cost answer / judge", fmt(c.cost.answer_usd) + " / " + fmt(c.cost.judge_usd)],

@@ -1,0 +1,327 @@
+"""The data-skipping index: per data page of `parsed_md`, a summary that can say "this page
+cannot contain this literal".
+
+Why: a whole-corpus `contains`/`LIKE`/`ILIKE` over `parsed_md` decompresses all the Markdown (16.6 s
+of one core at full scale; ILIKE ~2.3x that). With this index a worker decompresses only the
+pages that may match (`tools/prune.py` decides what a query requires).
+
+What a page's summary is (measured against alternatives in docs/architecture.md): the set of
+byte 4-grams of its text, ASCII letters folded to lower case, hashed with one hash function into
+a bloom filter of 2**14 bits (2 KiB a page). Leaving out common "stop grams" was measured and
+pruned worse at every threshold (bench/bench_skip_choice.py): a gram in half the pages still
+rules out the other half. The filters are stored bit-sliced (`bits[b]` is one bit per page
+for filter bit b): a literal with g grams reads g rows of P/8 bytes and ANDs them.
+
+Exactness (never a false negative):
+- case-sensitive (`contains`, LIKE, ...): a page containing the literal contains its bytes with
+  ASCII letters folded, so every gram of the folded literal is in the page's set;
+- case-insensitive (ILIKE, `lower(...)`, regexp 'i'): only the literal's ASCII runs are used
+  (DuckDB lowers per code point, so an ASCII run of the lowered literal comes from ASCII text),
+  and pages holding one of the few non-ASCII characters whose case mapping is ASCII (`UNSAFE_FOLD`:
+  'İ' and the Kelvin sign lower to ASCII; 'ı' and 'ſ' upper to it) are always candidates.
+Row groups that cannot be read page by page get one summary with every bit set (always read).
+
+Files (`DIR/_skip/`, written to a temporary folder and swapped in): `skip.json` (schema_version,
+snapshot_id, parameters, counts), `bits.npy` (uint8 [2**bits, ceil(P/8)]),
+`pages.parquet` (file, row_group, first_row, rows, offset, size, text_bytes, fold_unsafe).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from parquet_agent.corpus.pages import PageFormatError, column_format, column_pages, read_values
+from parquet_agent.corpus.snapshot import CorpusSnapshot
+from parquet_agent.errors import StaleIndexError
+
+SCHEMA_VERSION = 1
+SKIP_DIR = "_skip"
+GRAM = 4
+FILTER_BITS = 14  # 2**14 bits = 2 KiB per ~128 KiB page of Markdown (~6 % of its zstd bytes)
+CHUNK = 64  # pages summarised at once before their bits are packed (a multiple of 8)
+_MUL = 0x9E3779B1  # an odd 32-bit multiplier (Fibonacci hashing)
+# Non-ASCII characters whose lower or upper case (DuckDB) or case folding (RE2) is ASCII:
+# 'İ' -> 'i', Kelvin sign -> 'k' (lower); 'ı' -> 'I', 'ſ' -> 'S' (upper). Checked against DuckDB
+# in tests/corpus/test_skipindex.py.
+UNSAFE_FOLD = ("\u0130", "\u0131", "\u017f", "\u212a")
+_UNSAFE_BYTES = tuple(c.encode("utf-8") for c in UNSAFE_FOLD)
+
+PAGES_SCHEMA = pa.schema([
+    ("file", pa.string()), ("row_group", pa.int32()), ("first_row", pa.int32()),
+    ("rows", pa.int32()), ("offset", pa.int64()), ("size", pa.int32()),
+    ("text_bytes", pa.int64()), ("fold_unsafe", pa.bool_()),
+])
+
+
+# -- what a query requires -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Literal:
+    """The text must contain `text` (case-insensitively when `fold`)."""
+
+    text: str
+    fold: bool = False
+
+
+@dataclass(frozen=True)
+class AllOf:
+    parts: tuple  # of Literal | AllOf | AnyOf
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    parts: tuple
+
+
+# -- grams -----------------------------------------------------------------------------------
+
+
+def gram_values(data: bytes, n: int = GRAM) -> np.ndarray:
+    """The byte n-grams (n <= 4) of `data`, ASCII letters folded first, as big-endian uint32."""
+    data = data.lower()
+    count = len(data) - n + 1
+    if count <= 0:
+        return np.empty(0, np.uint32)
+    if n == 4:  # four strided copies of 4-byte words: no arithmetic over the text
+        out = np.empty(count, np.uint32)
+        for k in range(4):
+            words = (len(data) - k) // 4
+            out[k::4] = np.frombuffer(data, ">u4", count=words, offset=k)[: len(out[k::4])]
+        return out
+    a = np.frombuffer(data, np.uint8).astype(np.uint32)
+    v = a[:count].copy()
+    for k in range(1, n):
+        v = (v << np.uint32(8)) | a[k : count + k]
+    return v
+
+
+def _hash(values: np.ndarray, multiplier: int, bits: int) -> np.ndarray:
+    """Multiplicative hashing of uint32 values to `bits` bits."""
+    return ((values * np.uint32(multiplier)) >> np.uint32(32 - bits)).astype(np.intp)
+
+
+class GramRule:
+    """Which filter bits a text sets: its hashed grams."""
+
+    def __init__(self, n: int = GRAM, bits: int = FILTER_BITS):
+        self.n, self.bits = n, bits
+
+    def positions(self, data: bytes) -> np.ndarray:
+        return _hash(gram_values(data, self.n), _MUL, self.bits)
+
+    def literal_positions(self, literal: Literal) -> np.ndarray | None:
+        """Filter bits every page containing `literal` has set; None: no usable gram."""
+        if literal.fold:  # only ASCII runs are safe under Unicode case mapping
+            runs = "".join(c if c < "\x80" else "\x00" for c in literal.text).split("\x00")
+            parts = [self.positions(r.encode("ascii")) for r in runs if len(r) >= self.n]
+        else:
+            parts = [self.positions(literal.text.encode("utf-8", "surrogatepass"))]
+        found = np.unique(np.concatenate(parts)) if parts else np.empty(0, np.intp)
+        return found if len(found) else None
+
+
+# -- building --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Page:
+    file: str
+    row_group: int
+    first_row: int
+    rows: int
+    offset: int  # -1: the row group is not readable by page (summary: every bit set)
+    size: int  # page bytes; for offset -1, the column chunk's uncompressed bytes
+
+
+@dataclass(frozen=True)
+class SkipSummary:
+    folder: Path
+    pages: int
+    bytes: int
+    seconds: float
+
+    def summary(self) -> str:
+        return (f"skipping index: {self.pages:,} pages, {self.bytes / 2**20:.1f} MiB, "
+                f"{self.seconds:.1f} s -> {self.folder / SKIP_DIR}")
+
+
+def _walk_pages(folder: Path, snapshot: CorpusSnapshot) -> tuple[list[_Page], dict]:
+    pages: list[_Page] = []
+    formats: dict = {}  # (file, row group) -> (codec, nullable)
+    for entry in snapshot.files:
+        meta = pq.read_metadata(folder / entry.name)
+        column = meta.schema.to_arrow_schema().get_field_index("parsed_md")
+        fd = os.open(folder / entry.name, os.O_RDONLY)
+        try:
+            for g in range(meta.num_row_groups):
+                try:
+                    spans = column_pages(fd, meta, g, column)
+                    formats[(entry.name, g)] = column_format(meta, g, column)
+                except PageFormatError:
+                    spans = None
+                if spans is None:  # size: the chunk's text bytes, for the worker's memory budget
+                    chunk = meta.row_group(g).column(column)
+                    pages.append(_Page(entry.name, g, 0, meta.row_group(g).num_rows, -1,
+                                       chunk.total_uncompressed_size))
+                    continue
+                pages.extend(_Page(entry.name, g, s.first_row, s.rows, s.offset, s.size) for s in spans)
+        finally:
+            os.close(fd)
+    return pages, formats
+
+
+def _page_text(page: _Page, fds: dict, formats: dict) -> bytes | None:
+    """The page's cells joined by NUL (grams across the joint only add candidates), or None."""
+    if page.offset < 0:
+        return None
+    codec, nullable = formats[(page.file, page.row_group)]
+    try:
+        values = read_values(fds[page.file], page.offset, page.size, codec=codec, nullable=nullable)
+    except PageFormatError:
+        return None
+    return b"\x00".join(v for v in values if v)
+
+
+def build_skip_index(folder: str | Path, *, snapshot: CorpusSnapshot | None = None,
+                     n: int = GRAM, bits: int = FILTER_BITS) -> SkipSummary:
+    """Build `folder/_skip/` for the snapshot's files (one pass over the Markdown pages)."""
+    started = time.monotonic()
+    folder = Path(folder)
+    snapshot = snapshot or CorpusSnapshot.take(folder)
+    pages, formats = _walk_pages(folder, snapshot)
+    fds = {e.name: os.open(folder / e.name, os.O_RDONLY) for e in snapshot.files}
+    tmp = folder / f"{SKIP_DIR}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        rule = GramRule(n, bits)
+        matrix, text_bytes, unsafe = _summarise(pages, rule, fds, formats)
+        np.save(tmp / "bits.npy", matrix)
+        pq.write_table(pa.table({
+            "file": [p.file for p in pages], "row_group": [p.row_group for p in pages],
+            "first_row": [p.first_row for p in pages], "rows": [p.rows for p in pages],
+            "offset": [p.offset for p in pages], "size": [p.size for p in pages],
+            "text_bytes": text_bytes, "fold_unsafe": unsafe,
+        }, schema=PAGES_SCHEMA), tmp / "pages.parquet")
+        seconds = time.monotonic() - started
+        size = sum(f.stat().st_size for f in tmp.iterdir())
+        info = {"schema_version": SCHEMA_VERSION, "snapshot_id": snapshot.snapshot_id,
+                "gram": n, "filter_bits": bits, "pages": len(pages), "bytes": size,
+                "files": [e.name for e in snapshot.files],
+                "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "build_seconds": round(seconds, 3)}
+        (tmp / "skip.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+        _swap_in(tmp, folder / SKIP_DIR)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    return SkipSummary(folder, len(pages), size, seconds)
+
+
+def _summarise(pages: list[_Page], rule: GramRule, fds: dict, formats: dict):
+    """The bit-sliced filters, each page's text bytes, and which pages hold UNSAFE_FOLD text."""
+    slots = 1 << rule.bits
+    matrix = np.zeros((slots, (len(pages) + 7) // 8), np.uint8)
+    text_bytes = np.zeros(len(pages), np.int64)
+    unsafe = np.zeros(len(pages), bool)
+    for lo in range(0, len(pages), CHUNK):
+        chunk = np.zeros((slots, CHUNK), bool)
+        for j, page in enumerate(pages[lo : lo + CHUNK]):
+            text = _page_text(page, fds, formats)
+            if text is None:  # never ruled out; its size bounds what reading it costs
+                chunk[:, j] = True
+                unsafe[lo + j] = True
+                text_bytes[lo + j] = page.size if page.offset < 0 else 8 * page.size
+                continue
+            text_bytes[lo + j] = len(text)
+            unsafe[lo + j] = any(b in text for b in _UNSAFE_BYTES)
+            chunk[rule.positions(text), j] = True
+        packed = np.packbits(chunk, axis=1, bitorder="little")
+        width = min(CHUNK // 8, matrix.shape[1] - lo // 8)
+        matrix[:, lo // 8 : lo // 8 + width] = packed[:, :width]
+    return matrix, text_bytes, unsafe
+
+
+def _swap_in(tmp: Path, final: Path) -> None:
+    old = final.with_name(f"{final.name}.old-{os.getpid()}")
+    if final.exists():
+        final.rename(old)
+    tmp.rename(final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+class SkipIndex:
+    """A built skipping index for one snapshot: `SkipIndex.open(folder, snapshot_id)`."""
+
+    def __init__(self, folder: Path, info: dict):
+        base = folder / SKIP_DIR
+        self.info = info
+        self.rule = GramRule(info["gram"], info["filter_bits"])
+        self.bits = np.load(base / "bits.npy", mmap_mode="r")  # rows read on demand
+        # ParquetFile.read starts no thread (a fork server must stay single-threaded)
+        self.pages = pq.ParquetFile(base / "pages.parquet", pre_buffer=False).read(use_threads=False)
+        self.count = self.pages.num_rows
+        self.fold_unsafe = self.pages.column("fold_unsafe").to_numpy(zero_copy_only=False)
+
+    @classmethod
+    def open(cls, folder: str | Path, snapshot_id: str) -> SkipIndex:
+        return cls(Path(folder), cls.check(folder, snapshot_id))
+
+    @staticmethod
+    def check(folder: str | Path, snapshot_id: str) -> dict:
+        """skip.json of a usable skipping index for `snapshot_id`; StaleIndexError otherwise."""
+        folder = Path(folder)
+        info_path = folder / SKIP_DIR / "skip.json"
+        fix = f"build it with `parquet-agent corpus index {folder} --skip-only`"
+        if not info_path.exists():
+            raise StaleIndexError(f"{folder} has no skipping index; {fix}")
+        try:
+            info = json.loads(info_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise StaleIndexError(f"{info_path} is not valid JSON ({exc}); {fix}") from exc
+        if info.get("schema_version") != SCHEMA_VERSION:
+            raise StaleIndexError(f"{info_path} has schema_version {info.get('schema_version')!r}, "
+                                  f"this version reads {SCHEMA_VERSION}; {fix}")
+        if info.get("snapshot_id") != snapshot_id:
+            raise StaleIndexError(f"the skipping index in {folder / SKIP_DIR} was built for snapshot "
+                                  f"{info.get('snapshot_id')}, not {snapshot_id}; {fix}")
+        return info
+
+    def candidates(self, need) -> np.ndarray:
+        """Boolean per page: True where the page may satisfy `need`."""
+        if isinstance(need, Literal):
+            positions = self.rule.literal_positions(need)
+            if positions is None:
+                return np.ones(self.count, bool)
+            acc = np.bitwise_and.reduce(np.asarray(self.bits[np.sort(positions)]), axis=0)
+            found = np.unpackbits(acc, bitorder="little", count=self.count).astype(bool)
+            return found | self.fold_unsafe if need.fold else found
+        parts = [self.candidates(p) for p in need.parts]
+        if isinstance(need, AllOf):
+            return np.logical_and.reduce(parts) if parts else np.ones(self.count, bool)
+        return np.logical_or.reduce(parts) if parts else np.zeros(self.count, bool)
+
+
+def skip_index_exists(folder: str | Path) -> bool:
+    return (Path(folder) / SKIP_DIR / "skip.json").exists()
+
+
+__all__ = ["AllOf", "AnyOf", "GramRule", "Literal", "SkipIndex", "SkipSummary", "build_skip_index",
+           "gram_values", "skip_index_exists"]

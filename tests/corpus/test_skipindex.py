@@ -1,0 +1,83 @@
+"""The data-skipping index: build, tie to the snapshot, and the case-folding facts it relies on."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pytest
+
+from parquet_agent.corpus.skipindex import (
+    UNSAFE_FOLD, Literal, SkipIndex, build_skip_index, gram_values,
+)
+from parquet_agent.corpus.snapshot import CorpusSnapshot
+from parquet_agent.errors import StaleIndexError
+from tests.tools.conftest import write_files
+
+
+def test_unsafe_fold_is_every_non_ascii_character_duckdb_or_re2_maps_to_ascii():
+    # DuckDB's ILIKE lowers both sides per code point; regexp 'i' (RE2) case-folds. A non-ASCII
+    # character that turns into an ASCII one would break "ASCII runs come from ASCII text".
+    con = duckdb.connect()
+    (found,) = con.execute(r"""
+        SELECT list(cp ORDER BY cp) FROM range(128, 1114112) t(cp)
+        WHERE (cp < 55296 OR cp > 57343) AND (
+            regexp_matches(lower(chr(cp::INT)), '[\x00-\x7f]')
+            OR regexp_matches(upper(chr(cp::INT)), '[\x00-\x7f]')
+            OR regexp_matches(chr(cp::INT), '^[a-z]$', 'i'))
+    """).fetchone()
+    assert [chr(c) for c in found] == sorted(UNSAFE_FOLD)
+
+
+def test_grams_fold_only_ascii_letters():
+    assert gram_values("ABCD".encode()).tolist() == gram_values(b"abcd").tolist()
+    assert gram_values("ÄBCD".encode()).tolist() != gram_values("äbcd".encode()).tolist()
+    assert len(gram_values(b"abc")) == 0
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    folder = tmp_path / "corpus"
+    write_files(folder)
+    return folder
+
+
+def test_build_then_candidates_are_exactly_what_can_match(corpus):
+    summary = build_skip_index(corpus)
+    snapshot = CorpusSnapshot.take(corpus)
+    skip = SkipIndex.open(corpus, snapshot.snapshot_id)
+    assert skip.count == summary.pages > 10
+    assert (corpus / "_skip" / "skip.json").is_file()
+    # a literal in exactly one filing: its page is a candidate, most others are not
+    one = skip.candidates(Literal("END OF FILING 37\n"))
+    assert 1 <= one.sum() <= 3
+    # ILIKE-style: case variants find the same page
+    assert (skip.candidates(Literal("end of filing 37\n", True)) >= one).all()
+    # a literal in no filing: no candidate at all
+    assert skip.candidates(Literal("zebra quantum marmalade")).sum() == 0
+    # a literal in every filing: every page
+    assert skip.candidates(Literal("total revenue was")).all()
+    # non-ASCII text is matched byte for byte, case-sensitively
+    assert skip.candidates(Literal("Ünïcödé ✓")).all()
+
+
+def test_a_changed_corpus_makes_the_skipping_index_stale(corpus):
+    build_skip_index(corpus)
+    before = CorpusSnapshot.take(corpus).snapshot_id
+    write_files(corpus.parent / "other")
+    (corpus / "2025-02.parquet").write_bytes((corpus.parent / "other" / "2025-01.parquet").read_bytes())
+    after = CorpusSnapshot.take(corpus).snapshot_id
+    assert after != before
+    with pytest.raises(StaleIndexError, match="built for snapshot .*--skip-only"):
+        SkipIndex.open(corpus, after)
+
+
+def test_missing_skipping_index_says_how_to_build_it(corpus):
+    with pytest.raises(StaleIndexError, match="no skipping index; build it with `parquet-agent corpus index .* --skip-only`"):
+        SkipIndex.open(corpus, "snap:x")
+
+
+def test_bits_are_sliced_per_filter_bit(corpus):
+    build_skip_index(corpus)
+    bits = np.load(corpus / "_skip" / "bits.npy")
+    skip = SkipIndex.open(corpus, CorpusSnapshot.take(corpus).snapshot_id)
+    assert bits.shape == (1 << skip.rule.bits, (skip.count + 7) // 8)
