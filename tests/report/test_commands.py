@@ -120,7 +120,7 @@ def test_a_closed_pipe_ends_tool_batch_and_audit_quietly(http_run, corpus, tmp_p
                  str(batch)],
                 [sys.executable, "-m", "parquet_agent.case_audit", str(http_run), "--question",
                  "Q001", "--model", "fake-b", "--method", "sql", "--full"],
-                [sys.executable, "-m", "parquet_agent", "audit", str(http_run), "--question",
+                [sys.executable, "-m", "parquet_agent", "case-audit", str(http_run), "--question",
                  "Q001", "--model", "fake-b", "--method", "sql", "--full"]]
     for command in commands:
         proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE,
