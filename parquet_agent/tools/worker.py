@@ -229,10 +229,10 @@ def _sql(query: str, file_stem: str | None, ctx: Context, watchdog: Watchdog,
     statement = parse_select(con, query)
     watchdog.mark("gate")
     cursor = con.execute(statement)
-    columns = [d[0] for d in cursor.description]
-    rows = cursor.fetchmany(ctx.output.max_rows + 1)
+    columns = [str(d[0]) for d in cursor.description]
+    rows = _fetch(cursor, ctx.output.max_rows + 1)
     watchdog.mark("query")
-    bounded, truncated = bound_rows(columns, rows, ctx.output)
+    columns, bounded, truncated = bound_rows(columns, rows, ctx.output)
     output = {"columns": columns, "rows": bounded, "row_count": len(bounded)}
     if file_stem is not None:
         output["scoped_to"] = file_stem
@@ -258,6 +258,16 @@ def _whole_corpus(query: str, ctx: Context) -> tuple[duckdb.DuckDBPyConnection, 
     con = _empty_con(ctx)  # reads no file: `filings` is exactly the candidate rows
     con.register("filings", table)
     return con, report
+
+
+def _fetch(cursor: duckdb.DuckDBPyConnection, count: int) -> list[tuple]:
+    """At most `count` result rows as Python values. A value Python cannot hold (an INTERVAL
+    of 10^8 years overflows a timedelta) is a `sql` error that says what to do."""
+    try:
+        return cursor.fetchmany(count)
+    except (OverflowError, ValueError, ArithmeticError) as exc:
+        raise JobError("sql", f"a result value cannot be returned ({type(exc).__name__}: {exc}); "
+                              "cast it to VARCHAR (value::VARCHAR) or narrow its range.") from exc
 
 
 def _empty_con(ctx: Context) -> duckdb.DuckDBPyConnection:
@@ -374,13 +384,18 @@ _MAX_STARTS_PER_WINDOW = 20
 
 def _windows(text: str, base: dict, start: int, max_chars: int, pattern: str) -> tuple[Any, Any]:
     # A literal, case-insensitive pattern: re.escape keeps untrusted text from being a ReDoS.
+    # Python's IGNORECASE makes some letters equal that are not the same text ("İ" matches
+    # every "i"): a match counts only when it case-folds to the pattern.
     matcher = re.compile(re.escape(pattern), re.IGNORECASE)
+    folded = pattern.casefold()
     context = max(40, min(400, max_chars // 4))
     windows: list[dict] = []
     used = 0
     total = 0
     next_start = None
     for match in matcher.finditer(text, start):
+        if match.group().casefold() != folded:
+            continue
         total += 1
         if total > _MAX_MATCHES_COUNTED:
             break

@@ -35,17 +35,17 @@ def guard(corpus_dir):
 
 
 SQL_ATTACKS = {
-    "read_csv other file": ("SELECT * FROM read_csv('{root}/secret.csv')", "forbidden"),
-    "read_text /etc/passwd": ("SELECT * FROM read_text('/etc/passwd')", "forbidden"),
-    "read_blob environ": ("SELECT * FROM read_blob('/proc/self/environ')", "forbidden"),
-    "read_text stdin fd": ("SELECT * FROM read_text('/proc/self/fd/0')", "forbidden"),
-    "glob root": ("SELECT * FROM glob('/**')", "forbidden"),
-    "glob corpus dir": ("SELECT * FROM glob('{root}/corpus/*')", "forbidden"),
-    "read_parquet other path": ("SELECT count(*) FROM read_parquet('{root}/outside.parquet')", "forbidden"),
-    "read_parquet traversal": ("SELECT count(*) FROM read_parquet('{root}/corpus/../outside.parquet')", "forbidden"),
-    "parquet_metadata other": ("SELECT * FROM parquet_metadata('{root}/outside.parquet')", "forbidden"),
-    "replacement scan": ("SELECT * FROM '{root}/outside.parquet'", "forbidden"),
-    "https": ("SELECT * FROM read_parquet('https://example.com/x.parquet')", "forbidden"),
+    "read_csv other file": ("SELECT * FROM read_csv('{root}/secret.csv')", "sql"),
+    "read_text /etc/passwd": ("SELECT * FROM read_text('/etc/passwd')", "sql"),
+    "read_blob environ": ("SELECT * FROM read_blob('/proc/self/environ')", "sql"),
+    "read_text stdin fd": ("SELECT * FROM read_text('/proc/self/fd/0')", "sql"),
+    "glob root": ("SELECT * FROM glob('/**')", "sql"),
+    "glob corpus dir": ("SELECT * FROM glob('{root}/corpus/*')", "sql"),
+    "read_parquet other path": ("SELECT count(*) FROM read_parquet('{root}/outside.parquet')", "sql"),
+    "read_parquet traversal": ("SELECT count(*) FROM read_parquet('{root}/corpus/../outside.parquet')", "sql"),
+    "parquet_metadata other": ("SELECT * FROM parquet_metadata('{root}/outside.parquet')", "sql"),
+    "replacement scan": ("SELECT * FROM '{root}/outside.parquet'", "sql"),
+    "https": ("SELECT * FROM read_parquet('https://example.com/x.parquet')", "sql"),
     "copy to file": ("COPY (SELECT 1) TO '{root}/out.csv'", "forbidden"),
     "copy over corpus": ("COPY (SELECT 1) TO '/proc/self/fd/3' (FORMAT parquet, USE_TMP_FILE false)", "forbidden"),
     "export": ("EXPORT DATABASE '{root}/exp'", "forbidden"),
@@ -72,11 +72,11 @@ SQL_ATTACKS = {
     "pivot": ("PIVOT filings ON month USING count(*)", "forbidden"),
     "two statements": ("SELECT 1; SELECT 2", "forbidden"),
     "statement after comment": ("SELECT 1 -- harmless\n; DROP VIEW filings", "forbidden"),
-    "query() smuggling": ("SELECT * FROM query('CREATE TABLE t AS SELECT 1')", "forbidden"),
+    "query() smuggling": ("SELECT * FROM query('CREATE TABLE t AS SELECT 1')", "sql"),
     "getenv": ("SELECT getenv('HOME')", "sql"),
-    "settings probe": ("SELECT current_setting('allowed_paths')", "forbidden"),
-    "settings table": ("SELECT * FROM duckdb_settings()", "forbidden"),
-    "secrets": ("SELECT * FROM duckdb_secrets()", None),  # allowed, must be empty
+    "settings probe": ("SELECT current_setting('allowed_paths')", "sql"),
+    "settings table": ("SELECT * FROM duckdb_settings()", "sql"),
+    "secrets": ("SELECT * FROM duckdb_secrets()", "sql"),
 }
 
 
@@ -104,19 +104,17 @@ def test_a_corpus_file_by_host_path_is_refused_or_is_that_same_file(tools, guard
     # can reach it (always without root, and as root over a traversable folder), so the host
     # path then names the same allowed snapshot file; it never opens anything else (see the
     # "other path" and "traversal" attacks), and a refusal never shows the host folder.
+    # The gate now refuses every file reader by name (the view is the only way in).
     result = tools.call("sql", query=f"SELECT count(*) FROM read_parquet('{guard}/corpus/2025-01.parquet')")
-    if worker_reaches(guard / "corpus"):
-        assert result.ok and result.output["rows"] == [[30]], result.error
-    else:
-        assert not result.ok and result.error.kind == "forbidden", result.output
-        assert str(guard) not in result.error.message
+    assert not result.ok and result.error.kind == "sql", result.output
+    assert "read_parquet()" in result.error.message and str(guard) not in result.error.message
     healthy(tools)
 
 
 def test_scoped_query_reads_no_file(tools, guard):
     # With file_stem the agent's connection may read nothing, not even the corpus files.
     result = tools.call("sql", query="SELECT count(*) FROM read_parquet('/proc/self/fd/3')", file_stem=stem(3))
-    assert not result.ok and result.error.kind == "forbidden"
+    assert not result.ok and result.error.kind == "sql" and "read_parquet()" in result.error.message
     result = tools.call("sql", query="SELECT count(*) FROM filings", file_stem=stem(3))
     assert not result.ok and result.error.kind == "sql"
     assert "`filing`" in result.error.message
@@ -451,18 +449,15 @@ def test_inherited_locked_connection_holds_too(open_corpus_tools):
     assert tools.sandbox_info()["server"]["corpus_con_inherited"] is True
     healthy(tools)
     for sql, kind in [
-        (f"SELECT * FROM read_csv('{root}/secret.csv')", "forbidden"),
-        ("SELECT * FROM glob('/**')", "forbidden"),
+        (f"SELECT * FROM read_csv('{root}/secret.csv')", "sql"),
+        ("SELECT * FROM glob('/**')", "sql"),
         ("WITH x AS (COPY (SELECT 1) TO '/proc/self/fd/3' (FORMAT parquet, USE_TMP_FILE false)) SELECT 1", "forbidden"),
-        ("SELECT current_setting('allowed_paths')", "forbidden"),
+        ("SELECT current_setting('allowed_paths')", "sql"),
         ("CREATE TABLE t AS SELECT 1", "forbidden"),
     ]:
         result = tools.call("sql", query=sql)
         assert result.error is not None and result.error.kind == kind, (sql, result)
         assert str(root) not in result.model_text()
-    # state does not carry from one call to the next: a temp table made by a (refused)
-    # statement never exists, and every call sees the same pristine catalog
-    assert tools.call("sql", query="SELECT count(*) FROM duckdb_tables()").output["rows"] == [[0]]
     healthy(tools)
 
 
