@@ -153,9 +153,13 @@ class Tools:
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except ValueError as exc:
-                return error_result(name, arguments, "validation", f"arguments are not valid JSON: {exc}")
+                return error_result(name, arguments[:2000], "validation", f"arguments are not valid JSON: {exc}")
+            except RecursionError:
+                return error_result(name, arguments[:2000], "validation", _TOO_DEEP)
         if arguments is None:
             arguments = {}
+        if _nesting_exceeds(arguments, MAX_ARGUMENT_DEPTH):  # before anything recurses into it
+            return error_result(name, "<arguments not shown: nested too deeply>", "validation", _TOO_DEEP)
         args, problem = self.offer.checks[name].check(arguments)
         if problem is not None:
             return error_result(name, arguments, "validation", problem)
@@ -217,8 +221,13 @@ class Tools:
             peak_rss_bytes=data.get("peak_rss_bytes"),
         )
         if data.get("ok"):
-            return ToolResult(name, args, True, data.get("output"), None, truncated=data.get("truncated"),
-                              skip_index=data.get("skip_index"), **common)
+            result = ToolResult(name, args, True, data.get("output"), None, truncated=data.get("truncated"),
+                                skip_index=data.get("skip_index"), **common)
+            if len(result.model_text()) <= self.output_limits.hard_limit_chars():
+                return result
+            data = {"error": {"kind": "too_large", "message": (
+                f"the output would be over {self.output_limits.hard_limit_chars()} characters; "
+                "ask for fewer rows, columns or characters")}}
         error = data.get("error") or {}
         kind = error.get("kind", "worker_crashed")
         message = error.get("message", "the worker gave no answer")
@@ -269,6 +278,24 @@ class Tools:
             )
         total = (time.perf_counter() - started) * 1000
         return ToolResult("describe_corpus", args, True, output, None, Timings(0.0, 0.0, total))
+
+
+MAX_ARGUMENT_DEPTH = 32  # tool arguments are flat: a few strings and numbers
+_TOO_DEEP = (f"arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep; tool arguments "
+             "are a flat JSON object of strings and numbers")
+
+
+def _nesting_exceeds(value: object, limit: int) -> bool:
+    """Whether containers nest deeper than `limit` (iterative: no recursion on hostile input)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list, tuple)):
+            if depth >= limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _outside_scope(stem: str, scope: tuple[str, ...]) -> str:

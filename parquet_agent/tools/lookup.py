@@ -28,7 +28,7 @@ from parquet_agent.corpus.headers import normalize_company, normalize_form
 from parquet_agent.corpus.index import bisect_sorted
 
 MAX_TERMS = 8
-_DATE_PREFIX = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
+_DATE_PREFIX = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$", re.ASCII)
 DISPLAY_COLUMNS = ("file_stem", "company", "form_type", "period", "filing_date", "cik", "file")
 HEADER_COLUMNS = (*DISPLAY_COLUMNS, "company_norm", "cik_int")
 PAGE_COLUMNS = ("md_page_offset", "md_page_bytes", "md_row_in_page")
@@ -113,7 +113,8 @@ class HeaderSearch:
         """Rows matching one query word in any field; None when the word carries no information."""
         norm = normalize_company(term)
         is_date = bool(_DATE_PREFIX.match(term))
-        if norm is None and not term.isdigit() and not is_date:
+        digits = term.isascii() and term.isdigit()  # "²".isdigit() is True, but int("²") fails
+        if norm is None and not digits and not is_date:
             return None  # "Inc.", "&": legal suffixes are dropped from company_norm as well
         mask = np.zeros(self.rows, dtype=bool)
         if norm:
@@ -127,7 +128,7 @@ class HeaderSearch:
         form = normalize_form(term)
         if form in self._form_of:
             mask |= self._form_codes == self._form_of[form]
-        if term.isdigit() and len(term) <= 18:
+        if digits and len(term) <= 18:
             mask |= self._ciks == int(term)
         if is_date:
             for values, order, codes in self._dates:
