@@ -50,6 +50,10 @@ def worker_environment() -> dict[str, str]:
     return {**_WORKER_ENV, "PYTHONPATH": package_root}
 
 
+_LIVENESS_POLL_S = 0.1  # how often a waiting call checks that the server is alive
+_DRAIN_S = 0.3
+
+
 @dataclass(frozen=True)
 class Answer:
     data: dict  # the server's answer frame
@@ -198,12 +202,28 @@ class WorkerPool:
             except OSError:
                 slot.answer = _crashed("the tool worker server is gone; the next call starts a new one")
                 slot.event.set()
-            if not slot.event.wait(self._answer_timeout):
-                slot.answer = _crashed("no answer from the tool worker server in time")
+            self._wait(slot, proc)
             with self._slots_lock:
                 self._slots.pop(job_id, None)
             t2 = time.perf_counter()
         return Answer(slot.answer or _crashed("no answer"), (t1 - t0) * 1000, (t2 - t1) * 1000)
+
+    def _wait(self, slot: _Slot, proc: subprocess.Popen) -> None:
+        """Wait for the answer, but notice at once when the server died: a dead server's pipe
+        can still accept a request (nothing may ever answer it), so waiting for the answer alone
+        cost a whole `answer_timeout` while every other call queued behind this one."""
+        deadline = time.monotonic() + self._answer_timeout
+        while not slot.event.wait(_LIVENESS_POLL_S):
+            if proc.poll() is not None:
+                # the answer reader may still be forwarding what the server wrote before it died
+                if not slot.event.wait(_DRAIN_S):
+                    slot.answer = _crashed(
+                        f"the tool worker server died (exit status {proc.returncode}) during this "
+                        "call; the next call starts a new one")
+                return
+            if time.monotonic() > deadline:
+                slot.answer = _crashed("no answer from the tool worker server in time")
+                return
 
     def _read_answers(self, proc: subprocess.Popen) -> None:
         while True:
