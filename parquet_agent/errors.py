@@ -11,6 +11,7 @@
     ├── ModelError                    a model call that failed for good (after our own retries)
     │   ├── ModelCallError            carries every attempt record, so nothing recorded is lost
     │   └── ScriptExhaustedError      a ScriptedModel was asked for more replies than it holds
+    ├── SandboxUnavailable            the kernel cannot protect the corpus and no one accepted that
     ├── RunError                      a run folder that cannot be started or resumed as asked
     │   ├── ResumeRefusedError        code, config or corpus changed since the run was frozen
     │   └── HealthCheckError          a model failed its health call: the run stopped before
@@ -60,6 +61,11 @@ class StaleIndexError(CorpusError):
 
 class LayoutError(CorpusError):
     """The Parquet layout cannot be served by the sandboxed tools."""
+
+
+class SandboxUnavailable(ParquetAgentError):
+    """The tool sandbox cannot protect the corpus here (not root, no Landlock) and running
+    unprotected was not accepted explicitly."""
 
 
 class ModelError(ParquetAgentError):

@@ -151,7 +151,8 @@ class Experiment:
         # data tool at a time" holds across strategies; each strategy gets a view of it
         reader = Tools.open(config.corpus, "sql+stream", cache=config.limits.cache,
                             data_workers=config.limits.data_workers, snapshot=snapshot,
-                            skip_index=config.limits.skip_index)
+                            skip_index=config.limits.skip_index,
+                            allow_unprotected=config.limits.allow_unprotected_sandbox)
         tools: dict[str, Any] = {s: NoTools() if s == NO_TOOLS else reader.for_strategy(s)
                                  for s in config.strategies}
         engine: CaseEngine | None = None

@@ -32,7 +32,9 @@ Keys (the contract's keys, unchanged, plus documented optional ones):
   judgment is recorded as unscored, 2), `max_case_tokens` and `max_case_cost_usd` (per-case
   caps, none by default), `skip_index` (true: whole-corpus text queries read only the pages the
   data-skipping index cannot rule out, where it exists; false: every query scans). HTTP attempts
-  per model call are the model's own `max_attempts`.
+  per model call are the model's own `max_attempts`; `allow_unprotected_sandbox` (false: the tools
+  refuse to start where the kernel cannot protect the corpus, i.e. not root and no Landlock; true
+  runs anyway and the manifest's sandbox mode and the report say UNPROTECTED).
 - `[engine]` (optional): where cases run, `kind = "local"` (default) or `"ray"` with `address`,
   `nodes`, `case_workers_per_node`, `data_workers_per_node`, `corpus`, `corpus_by_node` (see
   `parquet_agent.engine.config`). It does not change results: a resume may use another engine.
@@ -180,6 +182,7 @@ class Limits:
     max_case_tokens: int | None = None
     max_case_cost_usd: float | None = None  # an int is kept as given; `to_dict` writes a float
     skip_index: bool = True  # false: whole-corpus queries scan even where the skipping index exists
+    allow_unprotected_sandbox: bool = False
     _where: str = field(default="[limits]", repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -194,6 +197,8 @@ class Limits:
         if self.cache not in ("on", "off"):
             raise fail(join(w, "cache"), f'{self.cache!r} is not "on" or "off"')
         check_type(join(w, "skip_index"), self.skip_index, bool, "true or false")
+        check_type(join(w, "allow_unprotected_sandbox"), self.allow_unprotected_sandbox, bool,
+                   "true or false")
         if self.max_case_tokens is not None:
             check_type(join(w, "max_case_tokens"), self.max_case_tokens, int, "a positive integer")
             if self.max_case_tokens < 1:
@@ -210,6 +215,8 @@ class Limits:
             out["max_case_cost_usd"] = float(out["max_case_cost_usd"])
         if self.skip_index:  # the default is left out: configs frozen before it keep their hash
             del out["skip_index"]
+        if not self.allow_unprotected_sandbox:  # absent unless accepted: older hashes stay valid
+            del out["allow_unprotected_sandbox"]
         return out
 
     def agent_limits(self) -> AgentLimits:

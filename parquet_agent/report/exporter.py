@@ -175,6 +175,7 @@ def build_summary(source: RunSource, rows: list[dict[str, Any]]) -> dict[str, An
         "schema_version": SCHEMA_VERSION, "run_id": source.run.run_id,
         "experiment": (manifest.get("config") or {}).get("name"),
         "manifest_hash": manifest.get("manifest_hash"),
+        "sandbox_mode": manifest.get("sandbox_mode"),
         "cases": len(rows),
         "status_counts": {s: sum(r["status"] == s for r in rows)
                           for s in ("complete", "incomplete", "failed")},

@@ -69,7 +69,13 @@ def _summary_table(summary: dict[str, Any]) -> str:
     head = ("model", "strategy", "cases", "complete", "incomplete", "failed", "scored",
             "correctness (95% CI)", "citation support (95% CI)", "tool calls", "tool errors",
             "known USD", "cases w/ unknown cost", "p50 ms", "p95 ms")
-    out = ["<table id=\"summary\"><thead><tr>"]
+    out = []
+    mode = str(summary.get("sandbox_mode") or "")
+    if mode.startswith("UNPROTECTED"):  # accepted explicitly (allow_unprotected_sandbox)
+        out.append(f"<p class=\"warning\" id=\"unprotected\"><strong>UNPROTECTED sandbox:</strong> "
+                   f"{html.escape(mode)}. Nothing in the kernel kept the tool workers from "
+                   "writing the corpus files during this run.</p>")
+    out.append("<table id=\"summary\"><thead><tr>")
     out += [f"<th>{html.escape(h)}</th>" for h in head]
     out.append("</tr></thead><tbody>")
     for g in summary.get("by_model_strategy", []):

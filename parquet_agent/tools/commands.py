@@ -31,6 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--batch", type=Path, help="JSON lines file: one {\"name\", \"args\"} per line")
     parser.add_argument("--strategy", default="sql+stream", choices=("sql", "sql+stream"))
     parser.add_argument("--cache", default="on", choices=("on", "off"))
+    parser.add_argument("--allow-unprotected", action="store_true",
+                        help="run even where the kernel cannot protect the corpus from a worker "
+                             "(not root and no Landlock); refused otherwise")
     parser.set_defaults(handler=run)
 
 
@@ -40,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
     if (args.name is None) == (args.batch is None):
         raise UsageError("give either a tool NAME (with --args JSON) or --batch FILE.jsonl, not both")
     calls = _batch_calls(args.batch) if args.batch else [(args.name, _parse_args(args.arguments))]
-    with Tools.open(args.corpus_dir, args.strategy, cache=args.cache) as tools:
+    with Tools.open(args.corpus_dir, args.strategy, cache=args.cache,
+                    allow_unprotected=args.allow_unprotected) as tools:
         for name, arguments in calls:
             result = tools.call_raw(name, arguments)
             sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")

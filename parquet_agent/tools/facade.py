@@ -31,7 +31,7 @@ from parquet_agent.models.protocol import ToolSpec
 from parquet_agent.tools.cache import CachedOutput, cache_key
 from parquet_agent.tools.render import OutputLimits
 from parquet_agent.tools.result import Timings, ToolError, ToolResult, error_result
-from parquet_agent.tools.sandbox import SandboxLimits
+from parquet_agent.tools.sandbox import Capabilities, SandboxLimits
 from parquet_agent.tools.shared_sandbox import SharedSandbox
 from parquet_agent.tools.specs import ALL_TOOLS, STRATEGIES, TOOL_VERSION, ArgumentCheck, tool_spec
 from parquet_agent.tools.worker import SCAN_ADVICE
@@ -77,18 +77,24 @@ class Tools:
         limits: SandboxLimits | None = None,
         output_limits: OutputLimits | None = None,
         skip_index: bool = True,
+        allow_unprotected: bool = False,
+        capabilities: Capabilities | None = None,
     ) -> Tools:
-        """Tools over the corpus folder; raises UsageError/CorpusError for an unusable folder.
+        """Tools over the corpus folder; raises UsageError/CorpusError for an unusable folder and
+        SandboxUnavailable where the kernel cannot protect the corpus (see `allow_unprotected`).
 
         `skip_index=False` runs every whole-corpus query as a scan even where the data-skipping
-        index exists (an experiment's `[limits] skip_index = false`)."""
+        index exists (an experiment's `[limits] skip_index = false`). `capabilities` (default:
+        `Capabilities.detect()`) is what the sandbox may rely on here."""
         offer = ToolOffer.of(strategy)
         corpus_dir = Path(corpus_dir).resolve()
         snapshot = snapshot or CorpusSnapshot.take(corpus_dir)
         sandbox = SharedSandbox(snapshot, corpus_dir, cache=cache, data_workers=data_workers,
                                 limits=limits or SandboxLimits(),
                                 output_limits=output_limits or OutputLimits(),
-                                load_headers="search_headers" in offer.names, skip_index=skip_index)
+                                load_headers="search_headers" in offer.names, skip_index=skip_index,
+                                allow_unprotected=allow_unprotected,
+                                capabilities=capabilities or Capabilities.detect())
         return cls(sandbox, offer, owns_sandbox=True)
 
     # -- public surface -----------------------------------------------------------------------

@@ -132,6 +132,54 @@ def landlock_abi() -> int:
         return 0
 
 
+NO_LANDLOCK_ENV = "PARQUET_AGENT_ASSUME_NO_LANDLOCK"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the kernel layers of the sandbox can do here, as the caller decides it.
+
+    `detect(environ)` reads the effective uid and the Landlock ABI. `PARQUET_AGENT_ASSUME_NO_LANDLOCK=1`
+    in `environ` makes detection report no Landlock, so the refusal to run unprotected can be
+    tried on a kernel that has it (tests, and an operator who distrusts it); it never weakens
+    the workers, which still confine themselves wherever the kernel can."""
+
+    root: bool
+    landlock_abi: int
+
+    @classmethod
+    def detect(cls, environ: dict[str, str] | None = None) -> Capabilities:
+        environ = os.environ if environ is None else environ
+        assume_none = environ.get(NO_LANDLOCK_ENV, "").strip() not in ("", "0")
+        return cls(root=os.geteuid() == 0, landlock_abi=0 if assume_none else landlock_abi())
+
+    @property
+    def protects_corpus(self) -> bool:
+        """Whether the kernel keeps a worker from writing the corpus: the uid drop (root) or
+        Landlock. Without both, one SQL bug past the gate and DuckDB could empty a file."""
+        return self.root or self.landlock_abi > 0
+
+    def mode(self) -> str:
+        """The sandbox mode recorded in run manifests."""
+        landlock = self.landlock_abi > 0
+        mode = "rlimit+watchdog" + ("+setuid" if self.root else "") + ("+landlock" if landlock else "")
+        if not self.root:
+            return mode + (" (no privilege drop: not root)" if landlock else (
+                " (no privilege drop: not root; no Landlock: the kernel does not refuse the worker "
+                "reads or writes of the caller's own files)"))
+        if not landlock:
+            return mode + " (no Landlock: the worker may read every world-readable file)"
+        return mode
+
+
+UNPROTECTED_ADVICE = (
+    "run as root (workers then drop to an unprivileged uid), or on a Linux kernel with Landlock "
+    "(5.13 or newer, enabled in the LSM list), or accept the risk explicitly with "
+    "allow_unprotected=True (Tools.open) / `allow_unprotected_sandbox = true` under [limits]: "
+    "the run manifest and report then say UNPROTECTED"
+)
+
+
 def _readable_paths() -> list[str]:
     """What a worker opens by path after it is confined, besides the corpus (found by tracing
     every open of hardened children over the test suite, the demo and the benchmark):

@@ -9,7 +9,6 @@ calls at once" holds across strategies. Its public facts are read-only: `server_
 
 from __future__ import annotations
 
-import os
 import weakref
 from pathlib import Path
 from typing import Any
@@ -17,11 +16,17 @@ from typing import Any
 from parquet_agent.corpus.index import CorpusIndex, index_exists
 from parquet_agent.corpus.skipindex import SkipIndex, skip_index_exists
 from parquet_agent.corpus.snapshot import CorpusSnapshot
-from parquet_agent.errors import StaleIndexError, UsageError
+from parquet_agent.errors import SandboxUnavailable, StaleIndexError, UsageError
 from parquet_agent.tools.cache import ResultCache
 from parquet_agent.tools.pool import Answer, WorkerPool
 from parquet_agent.tools.render import OutputLimits
-from parquet_agent.tools.sandbox import NOBODY, SandboxLimits, cgroup_status, landlock_abi
+from parquet_agent.tools.sandbox import (
+    NOBODY,
+    UNPROTECTED_ADVICE,
+    Capabilities,
+    SandboxLimits,
+    cgroup_status,
+)
 from parquet_agent.tools.specs import TOOL_VERSION
 
 
@@ -34,7 +39,8 @@ class SharedSandbox:
 
     def __init__(self, snapshot: CorpusSnapshot, corpus_dir: Path, *, cache: str,
                  data_workers: int, limits: SandboxLimits, output_limits: OutputLimits,
-                 load_headers: bool, skip_index: bool = True):
+                 load_headers: bool, capabilities: Capabilities, skip_index: bool = True,
+                 allow_unprotected: bool = False):
         if cache not in ("on", "off"):
             raise UsageError(f"cache must be 'on' or 'off', not {cache!r}")
         self.snapshot = snapshot
@@ -43,9 +49,17 @@ class SharedSandbox:
         self.cache = ResultCache(enabled=cache == "on")
         self.index_status, index_path, headers_path = _find_index(corpus_dir, snapshot)
         self.skip_status = _skip_status(corpus_dir, snapshot, skip_index)
-        root = os.geteuid() == 0
-        drop_to = (NOBODY, NOBODY) if root else None
-        self.mode = _mode(root, landlock_abi() > 0)
+        self.mode = capabilities.mode()
+        # With neither the uid drop nor Landlock, nothing in the kernel keeps a worker from
+        # emptying a corpus file: refuse to start unless the caller accepted that explicitly.
+        if not capabilities.protects_corpus:
+            if not allow_unprotected:
+                raise SandboxUnavailable(
+                    "the tools will not start: the sandbox cannot protect the corpus files here "
+                    "(not root, so workers keep your uid, and this kernel has no Landlock, so "
+                    f"nothing refuses their writes). To run anyway, {UNPROTECTED_ADVICE}.")
+            self.mode = "UNPROTECTED (allowed explicitly): " + self.mode
+        drop_to = (NOBODY, NOBODY) if capabilities.root else None
         config = {
             "files": [{"name": f.name, "path": str(p)}
                       for f, p in zip(snapshot.files, snapshot.paths(corpus_dir))],
@@ -102,24 +116,6 @@ class SharedSandbox:
 
     def close(self) -> None:
         self._finalizer()
-
-
-def _mode(root: bool, landlock: bool) -> str:
-    """The sandbox mode string of run manifests: which layers confine the workers, and why not
-    the others."""
-    # cgroup v2 with delegated memory/pids/cpu controllers is not available on the machines
-    # we run on (cgroup v1 hierarchy, no delegation), so limits are rlimits plus a watchdog.
-    # Landlock confines the worker's files (sandbox.confine_files): no write anywhere, reads
-    # only of the corpus and the runtime. As non-root it is the only kernel layer between the
-    # worker and the caller's own files; as root it also hides every world-readable file.
-    mode = "rlimit+watchdog" + ("+setuid" if root else "") + ("+landlock" if landlock else "")
-    if not root:
-        mode += " (no privilege drop: not root)" if landlock else (
-            " (no privilege drop: not root; no Landlock: the kernel does not refuse the worker "
-            "reads or writes of the caller's own files)")
-    elif not landlock:
-        mode += " (no Landlock: the worker may read every world-readable file)"
-    return mode
 
 
 def _skip_status(corpus_dir: Path, snapshot: CorpusSnapshot, enabled: bool) -> str:
