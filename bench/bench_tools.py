@@ -1,6 +1,7 @@
 """Benchmarks of the tools over one corpus folder, measured side by side in one run.
 
     python bench/bench_tools.py CORPUS_DIR [--repeats 20] [--json OUT.json] [--plain-dir DIR]
+    python bench/bench_tools.py CORPUS_DIR --placements-only [--repeats 40]
 
 Measures (medians; p50 = median of per-call times):
 - scoped read of one filing (`sql` with file_stem, and `read_filing`) vs the floor: the same
@@ -12,6 +13,8 @@ Measures (medians; p50 = median of per-call times):
 - pool overhead per call: a trivial `sql` call (`SELECT 1`), fork + harden + lock + gate + answer;
 - `search_headers` page: end to end, the search alone (HeaderSearch in process), and the same
   search over `parsed_md` through the `sql` tool;
+- unscoped `sql` over a corpus folder the worker uid can traverse vs one it cannot
+  (`--placements-only`; as root: 0755 vs 0700, like /srv vs /root);
 - peak memory per worker (rusage) and of the whole process tree (RSS and PSS) under a busy run
   of 4 threads calling mixed tools.
 
@@ -172,6 +175,40 @@ def trivial_calls(tools: Tools, n: int) -> dict:
             "worker_cpu_ms_p50": p50(cpu)}
 
 
+def placements(corpus: Path, repeats: int) -> dict:
+    """Unscoped `sql` over the same files placed where the worker uid can and cannot traverse
+    (as root: a 0755 folder vs a 0700 one, like /srv vs /root), interleaved call by call so
+    both see the same machine load."""
+    if os.geteuid() != 0:
+        return {"skipped": "not root: workers keep the caller's uid, which reaches both folders"}
+    reachable = Path(tempfile.mkdtemp(prefix="bench-reachable-"))
+    hidden = Path(tempfile.mkdtemp(prefix="bench-hidden-"))  # 0700: nobody cannot traverse it
+    reachable.chmod(0o755)
+    try:
+        for folder in (reachable, hidden):
+            shutil.copytree(corpus, folder / "corpus")
+        with Tools.open(reachable / "corpus", "sql", cache="off") as a, \
+                Tools.open(hidden / "corpus", "sql", cache="off") as b:
+            out = {"reachable_0755": {"server": a.sandbox_info()["server"]},
+                   "untraversable_0700": {"server": b.sandbox_info()["server"]}}
+            for name, sql in (("select_1", "SELECT 1"), ("count", "SELECT count(*) FROM filings")):
+                times: dict[str, list[float]] = {"reachable_0755": [], "untraversable_0700": []}
+                for _ in range(repeats):
+                    for key, tools in (("reachable_0755", a), ("untraversable_0700", b)):
+                        times[key].append(tools.call("sql", query=sql).timings.total_ms)
+                for key, values in times.items():
+                    out[key][f"{name}_ms_p50"] = p50(values)
+                out[f"{name}_ratio"] = round(p50(times["untraversable_0700"]) / p50(times["reachable_0755"]), 2)
+            for key in ("reachable_0755", "untraversable_0700"):
+                server = out[key].pop("server")
+                out[key]["corpus_con_inherited"] = server.get("corpus_con_inherited")
+                out[key]["locked_in_child"] = server.get("corpus_con_locked_in_child")
+            return out
+    finally:
+        shutil.rmtree(reachable, ignore_errors=True)
+        shutil.rmtree(hidden, ignore_errors=True)
+
+
 def searches(tools: Tools, corpus: Path, repeats: int) -> dict:
     headers = pq.read_table(corpus / "_index" / "headers.parquet", columns=list(HEADER_COLUMNS))
     companies = [c for c in headers.column("company").to_pylist() if c]
@@ -277,12 +314,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--plain-dir", type=Path, help="where to write the plain-export copy")
     parser.add_argument("--skip-plain", action="store_true")
+    parser.add_argument("--placements-only", action="store_true",
+                        help="only compare a corpus folder the worker uid can traverse with one "
+                        "it cannot (as root: 0755 vs 0700), unscoped sql, interleaved")
     parser.add_argument("--plain-from", type=Path,
                         help="reuse an existing plain export of the same rows (e.g. the one "
                         "bench_corpus.py writes) instead of writing one")
     args = parser.parse_args(argv)
 
     corpus = args.corpus.resolve()
+    if args.placements_only:
+        report = {"schema_version": SCHEMA_VERSION, "corpus": str(corpus), "load_avg": list(psutil.getloadavg()),
+                  "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                  "placements": placements(corpus, max(30, args.repeats))}
+        report["load_avg_after"] = list(psutil.getloadavg())
+        print(json.dumps(report, indent=2))
+        return 0
     index = CorpusIndex.open(corpus)
     all_stems = pq.read_table(corpus / "_index" / "index.parquet", columns=["file_stem"]).column(0).to_pylist()
     stems = random.Random(7).sample(all_stems, min(args.repeats, len(all_stems)))

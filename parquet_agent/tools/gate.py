@@ -75,8 +75,11 @@ def allowed_functions() -> frozenset[str]:
                      if line.strip() and not line.startswith("#"))
 
 
-def parse_select(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.Statement:
-    """The one SELECT statement in `sql`, checked; raises GateRejection otherwise."""
+def parse_select(con: duckdb.DuckDBPyConnection, sql: str,
+                 tables: frozenset[str] = VIEWS) -> duckdb.Statement:
+    """The one SELECT statement in `sql`, checked; raises GateRejection otherwise. `tables`:
+    the view names the query may read besides its own CTEs (an audit's `data` and per-file
+    views; `filings`/`filing` by default)."""
     try:
         statements = con.extract_statements(sql)
     except duckdb.Error as exc:
@@ -100,7 +103,7 @@ def parse_select(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.Statement:
             "forbidden",
             f"only a read-only SELECT may run; this is a {kind_name} statement.{extra} {_HINT}",
         )
-    _Walk(allowed_functions()).check(_serialize(con, sql))
+    _Walk(allowed_functions(), frozenset(t.lower() for t in tables)).check(_serialize(con, sql))
     return statement
 
 
@@ -129,8 +132,9 @@ class _Walk:
     """An iterative walk of the parsed tree (a deep query must not blow the Python stack) that
     carries the CTE names in scope, so a table name is a CTE only where DuckDB would bind it so."""
 
-    def __init__(self, functions: frozenset[str]):
+    def __init__(self, functions: frozenset[str], tables: frozenset[str]):
         self._functions = functions
+        self._tables = tables
 
     def check(self, tree: Any) -> None:
         stack: list[tuple[Any, frozenset[str], int]] = [(tree, frozenset(), 0)]
@@ -172,7 +176,7 @@ class _Walk:
                 f"the query is not allowed (data-modifying or COPY CTEs are refused). {_HINT}",
             )
         if node_type == "BASE_TABLE":
-            self._table(item, ctes)
+            self._table(item, ctes, self._tables)
         elif node_type == "TABLE_FUNCTION":
             function = item.get("function") or {}
             self._function(function, _TABLE_FUNCTIONS, "table function")
@@ -195,10 +199,10 @@ class _Walk:
             )
 
     @staticmethod
-    def _table(item: dict, ctes: frozenset[str]) -> None:
+    def _table(item: dict, ctes: frozenset[str], tables: frozenset[str]) -> None:
         name = str(item.get("table_name", ""))
         parts = [p for p in (item.get("catalog_name"), item.get("schema_name"), name) if p]
-        if len(parts) == 1 and (name.lower() in VIEWS or name.lower() in ctes):
+        if len(parts) == 1 and (name.lower() in tables or name.lower() in ctes):
             return
         shown = ".".join(parts)
         if "/" in shown or ":" in shown or len(shown) > 64:  # a replacement scan of a path

@@ -305,17 +305,28 @@ def connect_locked(
     con = connect(limits)
     for name, select in views.items():
         con.execute(f"CREATE VIEW {name} AS {select}")
+    return lock(con, allowed)
+
+
+def lock(con: duckdb.DuckDBPyConnection, allowed: list[str]) -> duckdb.DuckDBPyConnection:
+    """Allow reading exactly `allowed`, then turn external access off and lock the
+    configuration for good. DuckDB canonicalises the paths as the calling process sees them,
+    so a worker whose uid cannot traverse the corpus folder must lock its own copy."""
     con.execute("SET allowed_paths = " + _sql_list(allowed))
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
     return con
 
 
-def connect_corpus(paths: list[str], limits: SandboxLimits,
-                   views: dict[str, str] | None = None) -> duckdb.DuckDBPyConnection:
-    """A locked connection that reads exactly `paths`, through the view `filings` (or through
-    `views`, name -> SELECT, when given: the audit's `data` and per-file views)."""
-    return connect_locked(paths, views or {"filings": read_parquet_sql(paths)}, limits)
+def connect_corpus(paths: list[str], limits: SandboxLimits, views: dict[str, str] | None = None,
+                   *, locked: bool = True) -> duckdb.DuckDBPyConnection:
+    """A connection that reads exactly `paths`, through the view `filings` (or through `views`,
+    name -> SELECT, when given: the audit's `data` and per-file views); with `locked=False` the
+    caller must `lock(con, paths)` before any agent SQL runs on it."""
+    con = connect(limits)
+    for name, select in (views or {"filings": read_parquet_sql(paths)}).items():
+        con.execute(f"CREATE VIEW {name} AS {select}")
+    return lock(con, paths) if locked else con
 
 
 def dataset_views(files: dict[str, str], views: dict[str, list[str]]) -> dict[str, str]:

@@ -187,6 +187,7 @@ def _get_ready(stdin_fd: int, stdout_fd: int):  # pragma: no cover - runs in a s
         stdout_fd,
         {"ready": True, "pid": os.getpid(), "threads": threads, "uid": os.getuid(),
          "drop_to": config.get("drop_to"), "corpus_con_inherited": ctx.corpus_con is not None,
+         "corpus_con_locked_in_child": ctx.corpus_con is not None and not ctx.corpus_con_locked,
          "empty_con_inherited": ctx.empty_con is not None,
          "rss_bytes": _rss_bytes(), "prepare_ms": ctx_ms},
     )
@@ -265,11 +266,19 @@ def _prepare(config: dict, files: dict[str, int]):  # pragma: no cover - runs in
         views=views,
     )
     if corpus_con is not None and not _corpus_con_works_in_child(ctx):
-        # DuckDB resolves /proc/self/fd/N to the file's real path when it can. When the worker
-        # uid cannot traverse the corpus folder (e.g. a 0700 parent as root), the child sees
-        # another path than the server did, so each child must set its allow-list itself.
+        # DuckDB canonicalises /proc/self/fd/N to the file's real path when it can. When the
+        # worker uid cannot traverse the corpus folder (e.g. a 0700 parent such as /root, as
+        # root), the child sees another path than the server did and the server's allow-list
+        # refuses it. The child then locks an inherited, not yet locked copy itself, before any
+        # agent SQL (`worker._sql`): three SETs instead of a new database, views and lock per
+        # call (a new connection made unscoped `sql` ~3x slower there, issue 14).
         corpus_con.close()
-        ctx = dataclasses.replace(ctx, corpus_con=None)
+        unlocked = connect_corpus(paths, limits, views, locked=False)
+        unlocked.execute("SELECT 1").fetchall()
+        ctx = dataclasses.replace(ctx, corpus_con=unlocked, corpus_con_locked=False)
+        if not _corpus_con_works_in_child(ctx):
+            unlocked.close()
+            ctx = dataclasses.replace(ctx, corpus_con=None)
     return ctx
 
 
@@ -309,8 +318,10 @@ def _corpus_con_works_in_child(ctx) -> bool:  # pragma: no cover - runs in the s
         code = 1
         try:
             harden(set(ctx.files.values()), ctx.limits, ctx.drop_to)
+            from parquet_agent.tools.worker import corpus_connection
+
             view = next(iter(ctx.views)) if ctx.views else "filings"
-            ctx.corpus_con.execute(f"SELECT count(*) FROM (SELECT 1 FROM {view} LIMIT 1)").fetchall()
+            corpus_connection(ctx).execute(f"SELECT count(*) FROM (SELECT 1 FROM {view} LIMIT 1)").fetchall()
             code = 0
         finally:
             os._exit(code)

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from parquet_agent.corpus.pages import PageFormatError, column_format, read_cell
 from parquet_agent.corpus.skipindex import SkipIndex
-from parquet_agent.tools.gate import GateRejection, first_line, parse_select
+from parquet_agent.tools.gate import VIEWS, GateRejection, first_line, parse_select
 from parquet_agent.tools.lookup import HeaderSearch, RowIndex, RowLocation
 from parquet_agent.tools.pruned import CandidateReader, SkipReport, pruned_filings
 from parquet_agent.tools.render import OutputLimits, bound_rows, jsonable
@@ -36,6 +36,7 @@ from parquet_agent.tools.sandbox import (
     connect_locked,
     fd_path,
     harden,
+    lock,
 )
 from parquet_agent.tools.wire import read_frame, write_frame
 
@@ -70,6 +71,7 @@ class Context:
     skip_status: str = "no skipping index"  # why `skip` is None
     # Locked connections made by the server (see server.py); None: each child connects itself.
     corpus_con: duckdb.DuckDBPyConnection | None = None  # reads exactly the snapshot files
+    corpus_con_locked: bool = True  # False: the child locks it itself (`corpus_connection`)
     empty_con: duckdb.DuckDBPyConnection | None = None  # reads no file
     root: str | None = None  # the corpus folder on the host: never shown to the agent
     views: dict[str, str] | None = None  # name -> SELECT instead of `filings` (audits)
@@ -226,7 +228,7 @@ def _sql(query: str, file_stem: str | None, ctx: Context, watchdog: Watchdog,
         con.register("filing", row)
     watchdog.watch(con)
     watchdog.mark("connect")
-    statement = parse_select(con, query)
+    statement = parse_select(con, query, VIEWS | frozenset(ctx.views or ()))
     watchdog.mark("gate")
     cursor = con.execute(statement)
     columns = [str(d[0]) for d in cursor.description]
@@ -244,7 +246,7 @@ def _sql(query: str, file_stem: str | None, ctx: Context, watchdog: Watchdog,
 def _whole_corpus(query: str, ctx: Context) -> tuple[duckdb.DuckDBPyConnection, SkipReport]:
     """The connection to run a whole-corpus query on: one where `filings` holds only the rows of
     the pages the skipping index cannot rule out (`pruned.py`), or else the scanning one."""
-    scan = ctx.corpus_con or connect_corpus(_corpus_paths(ctx), ctx.limits, ctx.views)
+    scan = corpus_connection(ctx)
     if ctx.views is not None:  # the audit's own views: no `filings` to stand in for
         return scan, SkipReport(False, "custom views: scanned")
     if ctx.skip is None:
@@ -268,6 +270,16 @@ def _fetch(cursor: duckdb.DuckDBPyConnection, count: int) -> list[tuple]:
     except (OverflowError, ValueError, ArithmeticError) as exc:
         raise JobError("sql", f"a result value cannot be returned ({type(exc).__name__}: {exc}); "
                               "cast it to VARCHAR (value::VARCHAR) or narrow its range.") from exc
+
+
+def corpus_connection(ctx: Context) -> duckdb.DuckDBPyConnection:
+    """The locked connection over the snapshot files: the one inherited from the server, locked
+    here first when the server could not lock it for this uid, else a new one."""
+    if ctx.corpus_con is None:
+        return connect_corpus(_corpus_paths(ctx), ctx.limits, ctx.views)
+    if not ctx.corpus_con_locked:
+        lock(ctx.corpus_con, _corpus_paths(ctx))
+    return ctx.corpus_con
 
 
 def _empty_con(ctx: Context) -> duckdb.DuckDBPyConnection:
