@@ -29,6 +29,7 @@ from parquet_agent.store.journal import (
     CaseFailed,
     CaseFinished,
     CaseStarted,
+    CaseSealed,
     CorpusDrift,
     Event,
     Journal,
@@ -48,7 +49,7 @@ from parquet_agent.store.run import CaseJournal, CaseReplay, Run, VerifyReport
 from parquet_agent.store.runstore import RunStore
 
 __all__ = [
-    "CaseFailed", "CaseFinished", "CaseJournal", "CaseReplay", "CaseStarted", "CorpusDrift", "Event", "Journal",
+    "CaseFailed", "CaseFinished", "CaseJournal", "CaseReplay", "CaseSealed", "CaseStarted", "CorpusDrift", "Event", "Journal",
     "JournalRead", "JudgeAttempt", "Judgment", "ModelAttempt", "ModelTurn", "RawStats",
     "RawStore", "Run", "RunFinished", "RunStarted", "RunStore", "ToolCallEvent", "VerifyReport",
     "attempt_from_dict", "code_hash", "compare_frozen", "freeze", "package_versions",

@@ -35,15 +35,20 @@ record at the end of a pack; readers skip it and opening the store for writing m
 `<pack>.torn`. Names are immutable: the same name with the same bytes returns the same path; with
 other bytes (e.g. a resumed run redoing an attempt) the body is stored as `<name>~2`, `~3`, ...
 `verify()` decodes every record and checks every body against its hash; it never repairs.
+
+Damage stays local where the format allows: a record whose bytes fail their CRC is marked
+damaged and the scan goes on (its recipe still names it); a record whose recipe is lost is
+skipped by its lengths, and after unreadable header bytes the scan finds the next whole record.
+What cannot be read is exactly what depends on the damaged bytes: the bodies that reuse chunks
+of the damaged record, and the later records of the same case, whose compression window starts
+from it. `verify()` names each such body; every other body reads.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
-import struct
 import threading
 import zlib
 from collections import OrderedDict
@@ -52,84 +57,29 @@ from pathlib import Path
 
 from parquet_agent.errors import RunError
 from parquet_agent.files import DurableAppender, fsync_dir, truncate_torn_tail
-
-RAW_DIR = "raw"
-META_PREFIX = "meta/"
-_PACKS = {"bodies": "bodies.pack", "meta": "meta.pack"}
-_HEADER = struct.Struct(">cIII")
-_CODEC_RAW, _CODEC_DEFLATE = 0, 2
-_MIN_CHUNK = 48
-_WINDOW = 32 * 1024  # deflate's largest dictionary
-_CACHE = 96  # decoded records / windows kept per pack
-_CUT = re.compile(rb",[ \t\r\n]*(?=\\*[{\"\[])")
-_NAME = re.compile(r"^[A-Za-z0-9_.+=@-][A-Za-z0-9_.+=@/~-]*$")
-# Wire fragments common to the three provider formats and our recorded envelopes. Changing this
-# breaks reading old packs: add a new codec instead.
-_ZDICT = (
-    b'{\n "schema_version": 1,\n "kind": "http_request",\n "recorded_at": "2026-11-30T07:00:00'
-    b'+00:00",\n "method": "POST",\n "url": "http://127.0.0.1/v1/chat/completions",\n "headers"'
-    b': [\n  [\n   "content-length",\n   "1"\n  ],\n "status": 200,\n "http_version": "HTTP/1.1"'
-    b',\n "body_sha256": "",\n "body_encoding": "utf-8",\n "body": "{\\"messages\\":[{\\"role\\":'
-    b'\\"system\\",\\"content\\":\\"{\\"role\\":\\"user\\",\\"content\\":\\"{\\"role\\":\\"assistant'
-    b'\\",\\"content\\":null,\\"tool_calls\\":[{\\"id\\":\\"call_\\",\\"type\\":\\"function\\",'
-    b'\\"function\\":{\\"name\\":\\"read_filing\\",\\"arguments\\":\\"{\\\\\\"file_stem\\\\\\": '
-    b'{\\"role\\":\\"tool\\",\\"tool_call_id\\":\\"call_\\",\\"content\\":\\"{\\\\\\"source_id'
-    b'\\\\\\": \\\\\\"start\\\\\\": \\\\\\"end\\\\\\": \\\\\\"text\\\\\\": \\"'
-    b'{\\"id\\": \\"chatcmpl-\\", \\"object\\": \\"chat.completion\\", \\"created\\": \\"model\\": '
-    b'\\"choices\\": [{\\"index\\": 0, \\"message\\": {\\"role\\": \\"assistant\\", \\"content\\": '
-    b'\\"finish_reason\\": \\"stop\\"}], \\"usage\\": {\\"prompt_tokens\\": \\"completion_tokens\\":'
-    b' \\"total_tokens\\": \\"prompt_tokens_details\\": {\\"cached_tokens\\": 0}, '
-    b'\\"completion_tokens_details\\": {\\"reasoning_tokens\\": 0}}'
-    b'\\"stop_reason\\":\\"tool_use\\",\\"type\\":\\"tool_use\\",\\"id\\":\\"toolu_\\",\\"input\\":'
-    b'{\\"type\\":\\"tool_result\\",\\"tool_use_id\\":\\"input_tokens\\":\\"output_tokens\\":'
-    b'{\\"contents\\":[{\\"parts\\":[{\\"text\\":\\"functionCall\\":{\\"name\\":\\"args\\":'
-    b'\\"functionResponse\\":{\\"usageMetadata\\":{\\"promptTokenCount\\":\\"finishReason\\":'
+from parquet_agent.store.packformat import (  # noqa: F401  (split_chunks, RAW_DIR: public)
+    _CODEC_DEFLATE,
+    _CODEC_RAW,
+    _HEADER,
+    _WINDOW,
+    META_PREFIX,
+    RAW_DIR,
+    _body_hash,
+    _compact,
+    _digest,
+    _expand,
+    _group,
+    _meta,
+    _next_record,
+    _record_meta,
+    _starts_record,
+    _zdict,
+    split_chunks,
 )
 
-
-def _digest(data: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=16).digest()
-
-
-def _body_hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def split_chunks(data: bytes, min_size: int = _MIN_CHUNK) -> list[bytes]:
-    """Cut `data` after JSON separators, each chunk at least `min_size` bytes (but the last)."""
-    chunks, start = [], 0
-    for match in _CUT.finditer(data):
-        end = match.end()
-        if end - start >= min_size:
-            chunks.append(data[start:end])
-            start = end
-    if start < len(data) or not chunks:
-        chunks.append(data[start:])
-    return chunks
-
-
-def _zdict(window: bytes) -> bytes:
-    return (_ZDICT + window)[-_WINDOW:]
-
-
-def _compact(numbers: list[int]) -> list:
-    out: list = []
-    for n in numbers:
-        last = out[-1] if out else None
-        if isinstance(last, list) and last[1] + 1 == n:
-            last[1] = n
-        elif isinstance(last, int) and last + 1 == n:
-            out[-1] = [last, n]
-        else:
-            out.append(n)
-    return out
-
-
-def _expand(refs: list) -> list[int]:
-    out: list[int] = []
-    for ref in refs:
-        out.extend(range(ref[0], ref[1] + 1) if isinstance(ref, list) else (ref,))
-    return out
+_PACKS = {"bodies": "bodies.pack", "meta": "meta.pack"}
+_CACHE = 96  # decoded records / windows kept per pack
+_NAME = re.compile(r"^[A-Za-z0-9_.+=@-][A-Za-z0-9_.+=@/~-]*$")
 
 
 @dataclass(frozen=True)
@@ -163,6 +113,7 @@ class _Pack:
         self.group_of: list[str] = []  # per record
         self.by_digest: dict[bytes, int] | None = None  # built on demand (writers)
         self.problems: list[str] = []
+        self.damaged: set[int] = set()  # records whose bytes fail their CRC or were lost
         self.good_end = 0  # end of the last whole, valid record
         self.torn_tail = False
         self._decoded: OrderedDict[int, bytes] = OrderedDict()
@@ -187,20 +138,61 @@ class _Pack:
                 self.torn_tail = True
                 break
             ok = kind == b"B" and zlib.crc32(data[meta_at:end]) == crc
-            try:
-                meta = json.loads(data[meta_at:meta_at + meta_len]) if ok else None
-            except ValueError:
-                ok = False
-            if not ok:
-                if end == len(data):  # a torn last write may leave garbage of full length
-                    self.torn_tail = True
-                    break
-                self.problems.append(f"{self.path.name}: bad record at byte {base + pos} (CRC or "
-                                     "format mismatch); later records are unreachable")
+            meta = _meta(data[meta_at:meta_at + meta_len]) if kind == b"B" else None
+            if not ok and end == len(data):  # a torn last write may leave garbage of full length
+                self.torn_tail = True
                 break
-            self._add(meta, base + meta_at + meta_len, data_len)
+            if not ok and meta is None and kind == b"B" and _starts_record(data, end):
+                # the recipe is lost but the lengths hold: exactly this record is unreadable
+                self.problems.append(f"{self.path.name}: record at byte {base + pos} is "
+                                     "damaged (its recipe does not read); its body is lost")
+                lost = self._lost_record()
+                pos = end
+                self._resync(_meta(_record_meta(data, pos)), lost)
+                self.good_end = base + pos
+                continue
+            if not ok and meta is None:  # header or recipe lost: find the next whole record
+                found = _next_record(data, pos + 1)
+                lost = (found if found is not None else len(data)) - pos
+                self.problems.append(f"{self.path.name}: {lost} bytes at byte {base + pos} are "
+                                     "not a readable record (damaged); the records after them "
+                                     "still read")
+                if found is None:
+                    break
+                lost = self._lost_record()
+                pos = found
+                self._resync(_meta(_record_meta(data, pos)), lost)
+                self.good_end = base + pos
+                continue
+            number = self._add(meta, base + meta_at + meta_len, data_len)
+            if not ok:  # the recipe reads but the stored bytes do not match their CRC
+                self.damaged.add(number)
+                self.problems.append(f"{self.path.name}: record at byte {base + pos} "
+                                     f"({RAW_DIR}/{meta['n']}) does not match its CRC (damaged)")
+                if end != len(data) and not _starts_record(data, end):  # its lengths are hit
+                    found = _next_record(data, pos + 1)
+                    end = found if found is not None else len(data)
             pos = end
             self.good_end = base + pos
+
+    def _resync(self, meta: dict | None, lost: int) -> None:
+        """After unreadable bytes, number the chunks as the next whole record expects: its new
+        chunks are the last ones its recipe names; the lost ones in between (in placeholder
+        record `lost`) stay unreadable."""
+        new = len((meta or {}).get("l", []))
+        refs = _expand((meta or {}).get("c", []))
+        if not new or not refs:
+            return
+        while len(self.chunks) < max(refs) - new + 1:
+            self.chunks.append((lost, 0, 0))
+
+    def _lost_record(self) -> int:
+        """A placeholder record for chunks whose bytes were lost: reading it fails."""
+        number = len(self.records)
+        self.records.append(_Record(0, 0, _CODEC_RAW, None, -1))
+        self.group_of.append("<lost case>")  # the group of later records that point here
+        self.damaged.add(number)
+        return number
 
     def _add(self, meta: dict, data_offset: int, data_length: int) -> int:
         number = len(self.records)
@@ -241,6 +233,8 @@ class _Pack:
         return window
 
     def _decode(self, fd: int, number: int, prev_window: bytes) -> bytes:
+        if number in self.damaged:
+            raise ValueError(f"record {number} is damaged")
         rec = self.records[number]
         stored = os.pread(fd, rec.data_length, rec.data_offset)
         if rec.codec == _CODEC_RAW:
@@ -275,10 +269,6 @@ class _Pack:
             for number in range(len(self.chunks)):
                 self.by_digest.setdefault(_digest(self.chunk(fd, number)), number)
         return self.by_digest
-
-
-def _group(name: str) -> str:
-    return name.split("/", 1)[0]
 
 
 class RawStore:

@@ -5,11 +5,19 @@
     events = read_journal(path)                       # JournalRead(events, torn)
 
 Each line is one event: `{"schema_version", "event", "at" (UTC), "seq" (0, 1, ... per file),
-...payload}`, written with one `write` and `fdatasync` before `append` returns. A process killed
-mid-append leaves at most a torn last line: readers skip it and report it in `JournalRead.torn`;
-opening the journal for writing again moves it to `<file>.torn` and truncates, so new events
-never follow a broken line. An unparseable line that is NOT the last one is damage, not a crash:
-`read_journal` raises `RunError` naming the file and line rather than dropping it.
+...payload, "chain"}`, written with one `write` and `fdatasync` before `append` returns. A process
+killed mid-append leaves at most a torn last line: readers skip it and report it in
+`JournalRead.torn`; opening the journal for writing again moves it to `<file>.torn` and
+truncates, so new events never follow a broken line.
+
+Tamper evidence (schema_version 2): `chain` is the BLAKE2b-128 of the previous line's `chain`
+and this line's bytes without it (`frame_line`), so each line carries its own checksum and
+commits to everything before it. `read_journal` skips a line that does not parse or whose chain
+does not match, and names it in `JournalRead.damaged`: the rest of the journal still reads. An
+edited line fails its own check; a deleted, inserted or reordered line fails the next one's.
+`head` (the last chain) is recorded in the run journal when a case is sealed (`CaseSealed`),
+so rewriting a whole case journal with a new valid chain still differs from the recorded head.
+Lines of schema_version 1 (runs written before) carry no chain and read as before, unchecked.
 
 Payloads are frozen dataclasses (below); `Event.data` holds the plain JSON dict read back and
 `Event.payload()` rebuilds the dataclass. Events and their order for one case:
@@ -27,17 +35,21 @@ Payloads are frozen dataclasses (below); `Event.data` holds the plain JSON dict 
     case_finished     the last event of a done case: status complete|incomplete|failed, reason
 
 The run journal `journal/_run.jsonl` holds `run_started`, `model_attempt` (health checks,
-purpose `health`), `corpus_drift` and `run_finished`.
+purpose `health`), `corpus_drift`, `case_sealed` (a case journal's line count and chain head)
+and `run_finished`.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
+import re
 import threading
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
+import zlib
 
 from parquet_agent.errors import RunError
 from parquet_agent.files import (
@@ -48,7 +60,7 @@ from parquet_agent.files import (
     utc_now,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: every line ends in its "chain" (1: no chain, still read)
 RUN_JOURNAL = "_run"  # journal/_run.jsonl; case ids always contain "__", so no clash
 
 
@@ -198,13 +210,48 @@ class RunFinished:
     engine: dict[str, Any] | None = None
 
 
+@dataclass(frozen=True)
+class CaseSealed:
+    """A case journal was sealed: its line count and the chain of its last line."""
+
+    EVENT: ClassVar[str] = "case_sealed"
+    case_id: str
+    lines: int
+    head: str
+
+
 ATTEMPT_EVENTS = (ModelAttempt.EVENT, JudgeAttempt.EVENT)  # one HTTP (or offline) attempt each
 EVENT_TYPES: dict[str, type] = {
     cls.EVENT: cls for cls in (CaseStarted, ModelAttempt, JudgeAttempt, ModelTurn, ToolCallEvent,
                                Judgment, CaseFailed, CaseFinished, RunStarted, CorpusDrift,
-                               RunFinished)
+                               RunFinished, CaseSealed)
 }
-_ENVELOPE = ("schema_version", "event", "at", "seq")
+_ENVELOPE = ("schema_version", "event", "at", "seq", "chain")
+_CHAIN_SUFFIX = re.compile(rb',"chain":"([0-9a-f]{32})"}$')
+
+
+def _chain(prev: str, body: bytes) -> str:
+    return hashlib.blake2b(prev.encode("ascii") + b"\n" + body, digest_size=16).hexdigest()
+
+
+def frame_line(record: dict[str, Any], prev: str) -> tuple[bytes, str]:
+    """One journal line (without its newline) for `record`, ending in its chain; and that chain."""
+    body = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str).encode()
+    chain = _chain(prev, body)
+    return body[:-1] + b',"chain":"' + chain.encode("ascii") + b'"}', chain
+
+
+def check_line(line: bytes, prev: str | None) -> tuple[str | None, str | None]:
+    """(this line's chain, the problem with it or None). `prev` None: the line before was
+    unreadable, so only the line's own form can be checked."""
+    found = _CHAIN_SUFFIX.search(line)
+    if found is None:
+        return None, "has no chain (edited, or written by another program)"
+    chain = found.group(1).decode("ascii")
+    if prev is not None and _chain(prev, line[: found.start()] + b"}") != chain:
+        return chain, ("does not match its chain: it was edited, or a line before it was "
+                       "removed, inserted or reordered")
+    return chain, None
 
 
 @dataclass(frozen=True)
@@ -231,33 +278,68 @@ class JournalRead:
     events: tuple[Event, ...]
     torn: str | None  # the torn last line's text (None when the file ended cleanly)
     path: Path | None = None
+    damaged: tuple[str, ...] = ()  # "<file>: line N ..." for each line skipped as damaged
+    head: str | None = None  # the chain of the last line (None: no chained line)
+    lines: int = 0  # whole lines in the file, damaged ones included
+    chains: tuple[str | None, ...] = ()  # each whole line's stored chain (None: none readable)
 
 
-def _parse(path: Path, raw: bytes) -> tuple[list[Event], str | None, int]:
-    """Events, torn tail text and the byte length of the good part."""
-    events: list[Event] = []
+@dataclass
+class _Parsed:
+    events: list[Event] = field(default_factory=list)
+    torn: str | None = None
+    good: int = 0  # byte length of the whole lines (what a writer keeps)
+    damaged: list[str] = field(default_factory=list)
+    head: str | None = None
+    lines: int = 0
+    last_chain: str = ""  # the chain the next line written continues from
+    chains: list[str | None] = field(default_factory=list)
+
+
+def _parse(path: Path, raw: bytes) -> _Parsed:
+    """Events, torn tail, damaged lines and chain head of one journal's bytes."""
+    out = _Parsed()
     lines = raw.split(b"\n")
     tail = lines.pop()  # after the last "\n": empty for a clean file
-    good, torn = 0, None
+    prev: str | None = ""
     for number, line in enumerate(lines, 1):
         try:
             record = json.loads(line)
             event = Event(event=record["event"], at=record["at"], seq=record["seq"],
-                          schema_version=record.get("schema_version", SCHEMA_VERSION),
+                          schema_version=record.get("schema_version", 1),
                           data={k: v for k, v in record.items() if k not in _ENVELOPE})
         except (ValueError, KeyError, TypeError) as exc:
             if number == len(lines) and not tail:
                 # a torn write can end in a newline only if the newline was part of it; treat a
                 # bad last line the same as a line cut short
-                torn = line.decode("utf-8", "replace")
+                out.torn = line.decode("utf-8", "replace")
                 break
-            raise RunError(f"{path}: line {number} is not a valid journal event ({exc}); the "
-                           "journal was edited or damaged: run Run.verify()") from exc
-        events.append(event)
-        good += len(line) + 1
+            out.damaged.append(f"{path.name}: line {number} is not a valid journal event "
+                               f"({type(exc).__name__}); skipped")
+            found = _CHAIN_SUFFIX.search(line)
+            prev = found.group(1).decode("ascii") if found else None
+            out.chains.append(prev)
+            out.good += len(line) + 1
+            out.lines += 1
+            continue
+        out.good += len(line) + 1
+        out.lines += 1
+        if event.schema_version >= 2:
+            chain, problem = check_line(line, prev)
+            prev = chain
+            out.chains.append(chain)
+            if problem is not None:
+                out.damaged.append(f"{path.name}: line {number} ({event.event}, seq {event.seq}) "
+                                   f"{problem}; skipped")
+                continue
+            out.head = chain
+        else:
+            out.chains.append(None)
+        out.events.append(event)
     if tail:
-        torn = tail.decode("utf-8", "replace")
-    return events, torn, good
+        out.torn = tail.decode("utf-8", "replace")
+    out.last_chain = prev or out.head or ""
+    return out
 
 
 def sealed_path(path: Path) -> Path:
@@ -273,11 +355,33 @@ def read_journal(path: str | Path) -> JournalRead:
     if path.exists():
         raw = path.read_bytes()
     elif sealed_path(path).exists():
-        raw = gzip.decompress(sealed_path(path).read_bytes())
+        try:
+            raw = gzip.decompress(sealed_path(path).read_bytes())
+        except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError
+            raw, problem = _salvage_gzip(sealed_path(path).read_bytes())
+            parsed = _parse(path, raw)
+            damage = f"{sealed_path(path).name}: the compressed file is damaged ({exc}); {problem}"
+            return JournalRead(tuple(parsed.events), None, path, (damage, *parsed.damaged),
+                               parsed.head, parsed.lines, tuple(parsed.chains))
     else:
         return JournalRead((), None, path)
-    events, torn, _ = _parse(path, raw)
-    return JournalRead(tuple(events), torn, path)
+    parsed = _parse(path, raw)
+    return JournalRead(tuple(parsed.events), parsed.torn, path, tuple(parsed.damaged),
+                       parsed.head, parsed.lines, tuple(parsed.chains))
+
+
+def _salvage_gzip(data: bytes) -> tuple[bytes, str]:
+    """The whole lines a damaged gzip stream still gives, and what was lost."""
+    out = bytearray()
+    try:
+        decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        for start in range(0, len(data), 4096):
+            out += decoder.decompress(data[start:start + 4096])
+    except zlib.error:
+        pass
+    kept = bytes(out[: out.rfind(b"\n") + 1])
+    count = kept.count(b"\n")
+    return kept, f"the {count} lines before the damage were read, the rest is lost"
 
 
 class Journal:
@@ -302,16 +406,19 @@ class Journal:
                 atomic_write_bytes(self.path, gzip.decompress(sealed.read_bytes()))
             sealed.unlink()
             fsync_dir(self.path.parent)
-        events: list[Event] = []
+        parsed = _Parsed()
         if self.path.exists():
             raw = self.path.read_bytes()
-            events, torn, good = _parse(self.path, raw)
-            if good < len(raw):  # keep the torn bytes for the audit, then cut them off
-                cut = truncate_torn_tail(self.path, good)
+            parsed = _parse(self.path, raw)
+            if parsed.good < len(raw):  # keep the torn bytes for the audit, then cut them off
+                cut = truncate_torn_tail(self.path, parsed.good)
                 with open(self.path.with_name(self.path.name + ".torn"), "ab") as f:
                     f.write(cut + b"\n")
                 fsync_dir(self.path.parent)
-        self._seq = events[-1].seq + 1 if events else 0
+        events = parsed.events
+        self._seq = max(events[-1].seq + 1 if events else 0, parsed.lines)
+        self._prev = parsed.last_chain
+        self.lines = parsed.lines
         self._out: DurableAppender | None = DurableAppender(self.path)
 
     def append(self, payload: Any) -> Event:
@@ -331,18 +438,26 @@ class Journal:
             if self._out is None:
                 self._open()  # sealed: unseal to append
             at, lines, events = utc_now(), [], []
+            prev = self._prev
             for offset, (event_name, data) in enumerate(prepared):
                 seq = self._seq + offset
                 record = {"schema_version": SCHEMA_VERSION, "event": event_name, "at": at,
                           "seq": seq}
                 record.update(data)
-                lines.append(json.dumps(record, ensure_ascii=False, separators=(",", ":"),
-                                        default=str).encode() + b"\n")
+                line, prev = frame_line(record, prev)
+                lines.append(line + b"\n")
                 events.append(Event(event_name, at, seq, data))
             if lines:
                 self._out.append(b"".join(lines))
                 self._seq += len(lines)
+                self._prev = prev
+                self.lines += len(lines)
         return events
+
+    @property
+    def head(self) -> str:
+        """The chain of the last line written (what `CaseSealed` records)."""
+        return self._prev
 
     def seal(self) -> None:
         """Store the journal gzip-compressed (`.jsonl.gz`) and close it."""

@@ -41,6 +41,7 @@ from parquet_agent.store.blobs import RawStore
 from parquet_agent.store.journal import (
     RUN_JOURNAL,
     CaseFinished,
+    CaseSealed,
     CaseStarted,
     Event,
     Journal,
@@ -118,6 +119,9 @@ class CaseJournal:
         events = self.journal.append_many(payloads)
         if any(isinstance(p, CaseFinished) for p in payloads):
             self.journal.seal()
+            if self.case_id != RUN_JOURNAL:  # the run's own journal commits to the case's chain
+                self.run.run_journal().append(CaseSealed(self.case_id, self.journal.lines,
+                                                         self.journal.head))
         return events
 
     def _offload(self, payload: Any) -> Any:
@@ -141,6 +145,15 @@ class CaseJournal:
 def _check_case_id(case_id: str) -> None:
     if not case_id or "/" in case_id or "\\" in case_id or case_id.startswith((".", "_")):
         raise ValueError(f"bad case id {case_id!r}: no slashes, no leading '.' or '_'")
+
+
+def _sealed_heads(run_journal: Any) -> dict[str, tuple[int, str]]:
+    """Case id -> (line count, chain head) of the last `case_sealed` in the run journal."""
+    heads: dict[str, tuple[int, str]] = {}
+    for event in (run_journal.events if run_journal is not None else ()):
+        if event.event == CaseSealed.EVENT:
+            heads[event.data["case_id"]] = (event.data["lines"], event.data["head"])
+    return heads
 
 
 def _raw_refs(events: tuple[Event, ...]) -> list[tuple[int, str]]:
@@ -342,38 +355,67 @@ class Run:
     # -- audit ----------------------------------------------------------------------------------
 
     def verify(self) -> VerifyReport:
-        """Re-derive the manifest hash and every raw digest; check every journal parses."""
+        """Every problem of the run folder as a list, never an exception: the manifest hash,
+        every raw body against its hash, every journal line against its chain, each case's
+        chain head against the one the run journal recorded when the case was sealed, and
+        every raw path a journal refers to. Each problem names its file and record."""
         problems: list[str] = []
         torn: list[str] = []
+        bodies = 0
+        for check in (self._verify_manifest, self._verify_raw, self._verify_journals):
+            try:
+                found_problems, found_torn, found_bodies = check()
+            except Exception as exc:  # noqa: BLE001 - verify reports, it never raises
+                found_problems, found_torn, found_bodies = (
+                    [f"{check.__name__.removeprefix('_verify_')}: cannot be checked "
+                     f"({type(exc).__name__}: {exc})"], [], 0)
+            problems += found_problems
+            torn += found_torn
+            bodies += found_bodies
+        return VerifyReport(not problems, tuple(problems), tuple(torn), bodies)
+
+    def _verify_manifest(self) -> tuple[list[str], list[str], int]:
         try:
             manifest = self.manifest
         except (RunError, ValueError) as exc:
-            problems.append(f"manifest: {exc}")
-        else:
-            if manifest.get("manifest_hash") != manifest_hash(manifest):
-                problems.append("manifest.json was changed after it was frozen (its hash no "
-                                "longer matches manifest_hash)")
+            return [f"manifest: {exc}"], [], 0
+        if manifest.get("manifest_hash") != manifest_hash(manifest):
+            return ["manifest.json was changed after it was frozen (its hash no longer matches "
+                    "manifest_hash)"], [], 0
+        return [], [], 0
+
+    def _verify_raw(self) -> tuple[list[str], list[str], int]:
         reader = RawStore(self.dir, writable=False)
-        problems += reader.verify()
-        torn += reader.torn_tails()
-        stored = set(reader.names())
-        for cid, path in self.journal_paths().items():
-            try:
-                result = read_journal(path)
-            except RunError as exc:
-                problems.append(str(exc))
-                continue
+        return reader.verify(), reader.torn_tails(), reader.stats().bodies
+
+    def _verify_journals(self) -> tuple[list[str], list[str], int]:
+        problems: list[str] = []
+        torn: list[str] = []
+        stored = set(RawStore(self.dir, writable=False).names())
+        reads = {cid: read_journal(path) for cid, path in self.journal_paths().items()}
+        sealed = _sealed_heads(reads.get(RUN_JOURNAL))
+        for cid, result in reads.items():
+            name = self.journal_paths()[cid].name
+            problems += result.damaged
             for seq, ref in _raw_refs(result.events):
                 if ref not in stored:
-                    problems.append(f"{path.name}: event {seq} refers to {ref}, which is not in "
+                    problems.append(f"{name}: event {seq} refers to {ref}, which is not in "
                                     "the raw store")
             if result.torn:
-                torn.append(f"{path.name}: torn last line (interrupted write), ignored")
+                torn.append(f"{name}: torn last line (interrupted write), ignored")
             seqs = [e.seq for e in result.events]
-            if seqs != list(range(len(seqs))):
-                problems.append(f"{path.name}: event sequence numbers are not 0..{len(seqs) - 1} "
+            if not result.damaged and seqs != list(range(len(seqs))):
+                problems.append(f"{name}: event sequence numbers are not 0..{len(seqs) - 1} "
                                 "(lines removed, reordered or inserted)")
-        return VerifyReport(not problems, tuple(problems), tuple(torn), reader.stats().bodies)
+            recorded = sealed.get(cid)
+            if recorded is not None:
+                lines, head = recorded
+                actual = result.chains[lines - 1] if 0 < lines <= len(result.chains) else None
+                if actual != head:
+                    problems.append(f"{name}: line {lines} does not carry the chain head the run "
+                                    "journal recorded when the case was sealed: the journal was "
+                                    "rewritten, cut or replaced")
+        return problems, torn, 0
 
     # -- tables ---------------------------------------------------------------------------------
 

@@ -78,7 +78,7 @@ def test_verify_finds_a_tampered_byte(tmp_path):
     data[40] ^= 0x01  # inside the first record
     pack.write_bytes(bytes(data))
     problems = RawStore(tmp_path, writable=False).verify()
-    assert any("bad record at byte 0" in p for p in problems), problems
+    assert any("record at byte 0 is damaged" in p for p in problems), problems
     with pytest.raises(KeyError):
         read_raw(tmp_path, paths[0])
     with pytest.raises(RunError, match="damaged"):

@@ -12,7 +12,6 @@ import textwrap
 
 import pytest
 
-from parquet_agent.errors import RunError
 from parquet_agent.store import (
     CaseFinished,
     CaseStarted,
@@ -47,7 +46,7 @@ def test_events_round_trip_typed(tmp_path):
     assert attempt_from_dict(read.events[1].payload().attempt) == attempt
     assert read.events[2].payload().arguments == {"query": "SELECT 1"}
     line = json.loads(journal.path.read_text().splitlines()[0])
-    assert line["schema_version"] == 1 and line["event"] == "case_started"
+    assert line["schema_version"] == 2 and len(line["chain"]) == 32 and line["event"] == "case_started"
     with pytest.raises(ValueError):
         CaseFinished(status="done")
 
@@ -69,7 +68,7 @@ def test_torn_last_line_is_reported_then_moved_aside(tmp_path):
     assert b"model_tu" in (tmp_path / "c.jsonl.torn").read_bytes()
 
 
-def test_a_damaged_line_mid_file_is_an_error_not_dropped(tmp_path):
+def test_a_damaged_line_mid_file_is_skipped_and_named_the_rest_reads(tmp_path):
     path = tmp_path / "c.jsonl"
     journal = Journal(path)
     for _ in range(3):
@@ -78,10 +77,14 @@ def test_a_damaged_line_mid_file_is_an_error_not_dropped(tmp_path):
     lines = path.read_bytes().split(b"\n")
     lines[1] = lines[1][:20]
     path.write_bytes(b"\n".join(lines))
-    with pytest.raises(RunError, match="line 2"):
-        read_journal(path)
-    with pytest.raises(RunError, match="line 2"):
-        Journal(path)
+    read = read_journal(path)
+    assert [e.seq for e in read.events] == [0, 2]
+    assert len(read.damaged) == 1 and "line 2" in read.damaged[0]
+    again = Journal(path)  # a writer continues after the damage; nothing is rewritten
+    again.append(CaseStarted(case_id="c", question_id="Q", model="m", strategy="sql"))
+    again.close()
+    read = read_journal(path)
+    assert [e.seq for e in read.events] == [0, 2, 3] and len(read.damaged) == 1
 
 
 _APPENDER = textwrap.dedent("""

@@ -1,0 +1,125 @@
+"""The byte format of a raw pack (`blobs.py`): record framing, chunking, the deflate
+dictionary, and finding whole records again after damaged bytes.
+
+    b"B" | meta length u32 | data length u32 | CRC-32 of meta+data u32 | meta JSON | data
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import struct
+import zlib
+
+RAW_DIR = "raw"
+META_PREFIX = "meta/"
+_HEADER = struct.Struct(">cIII")
+_CODEC_RAW, _CODEC_DEFLATE = 0, 2
+_MIN_CHUNK = 48
+_WINDOW = 32 * 1024  # deflate's largest dictionary
+_CUT = re.compile(rb",[ \t\r\n]*(?=\\*[{\"\[])")
+# Wire fragments common to the three provider formats and our recorded envelopes. Changing this
+# breaks reading old packs: add a new codec instead.
+_ZDICT = (
+    b'{\n "schema_version": 1,\n "kind": "http_request",\n "recorded_at": "2026-11-30T07:00:00'
+    b'+00:00",\n "method": "POST",\n "url": "http://127.0.0.1/v1/chat/completions",\n "headers"'
+    b': [\n  [\n   "content-length",\n   "1"\n  ],\n "status": 200,\n "http_version": "HTTP/1.1"'
+    b',\n "body_sha256": "",\n "body_encoding": "utf-8",\n "body": "{\\"messages\\":[{\\"role\\":'
+    b'\\"system\\",\\"content\\":\\"{\\"role\\":\\"user\\",\\"content\\":\\"{\\"role\\":\\"assistant'
+    b'\\",\\"content\\":null,\\"tool_calls\\":[{\\"id\\":\\"call_\\",\\"type\\":\\"function\\",'
+    b'\\"function\\":{\\"name\\":\\"read_filing\\",\\"arguments\\":\\"{\\\\\\"file_stem\\\\\\": '
+    b'{\\"role\\":\\"tool\\",\\"tool_call_id\\":\\"call_\\",\\"content\\":\\"{\\\\\\"source_id'
+    b'\\\\\\": \\\\\\"start\\\\\\": \\\\\\"end\\\\\\": \\\\\\"text\\\\\\": \\"'
+    b'{\\"id\\": \\"chatcmpl-\\", \\"object\\": \\"chat.completion\\", \\"created\\": \\"model\\": '
+    b'\\"choices\\": [{\\"index\\": 0, \\"message\\": {\\"role\\": \\"assistant\\", \\"content\\": '
+    b'\\"finish_reason\\": \\"stop\\"}], \\"usage\\": {\\"prompt_tokens\\": \\"completion_tokens\\":'
+    b' \\"total_tokens\\": \\"prompt_tokens_details\\": {\\"cached_tokens\\": 0}, '
+    b'\\"completion_tokens_details\\": {\\"reasoning_tokens\\": 0}}'
+    b'\\"stop_reason\\":\\"tool_use\\",\\"type\\":\\"tool_use\\",\\"id\\":\\"toolu_\\",\\"input\\":'
+    b'{\\"type\\":\\"tool_result\\",\\"tool_use_id\\":\\"input_tokens\\":\\"output_tokens\\":'
+    b'{\\"contents\\":[{\\"parts\\":[{\\"text\\":\\"functionCall\\":{\\"name\\":\\"args\\":'
+    b'\\"functionResponse\\":{\\"usageMetadata\\":{\\"promptTokenCount\\":\\"finishReason\\":'
+)
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _body_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def split_chunks(data: bytes, min_size: int = _MIN_CHUNK) -> list[bytes]:
+    """Cut `data` after JSON separators, each chunk at least `min_size` bytes (but the last)."""
+    chunks, start = [], 0
+    for match in _CUT.finditer(data):
+        end = match.end()
+        if end - start >= min_size:
+            chunks.append(data[start:end])
+            start = end
+    if start < len(data) or not chunks:
+        chunks.append(data[start:])
+    return chunks
+
+
+def _zdict(window: bytes) -> bytes:
+    return (_ZDICT + window)[-_WINDOW:]
+
+
+def _compact(numbers: list[int]) -> list:
+    out: list = []
+    for n in numbers:
+        last = out[-1] if out else None
+        if isinstance(last, list) and last[1] + 1 == n:
+            last[1] = n
+        elif isinstance(last, int) and last + 1 == n:
+            out[-1] = [last, n]
+        else:
+            out.append(n)
+    return out
+
+
+def _expand(refs: list) -> list[int]:
+    out: list[int] = []
+    for ref in refs:
+        out.extend(range(ref[0], ref[1] + 1) if isinstance(ref, list) else (ref,))
+    return out
+
+
+def _meta(raw: bytes) -> dict | None:
+    """A record's recipe, or None when it does not read as one."""
+    try:
+        meta = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(meta, dict) or not isinstance(meta.get("n"), str) or "c" not in meta:
+        return None
+    return meta
+
+
+def _record_meta(data: bytes, pos: int) -> bytes:
+    _, meta_len, _, _ = _HEADER.unpack_from(data, pos)
+    return data[pos + _HEADER.size: pos + _HEADER.size + meta_len]
+
+
+def _starts_record(data: bytes, pos: int) -> bool:
+    """Whether a whole record with a matching CRC starts at `pos`."""
+    return _next_record(data, pos) == pos
+
+
+def _next_record(data: bytes, start: int) -> int | None:
+    """The offset of the next whole record whose CRC matches, at or after `start`."""
+    pos = data.find(b"B", start)
+    while pos >= 0 and len(data) - pos >= _HEADER.size:
+        _, meta_len, data_len, crc = _HEADER.unpack_from(data, pos)
+        end = pos + _HEADER.size + meta_len + data_len
+        if end <= len(data) and zlib.crc32(data[pos + _HEADER.size:end]) == crc:
+            return pos
+        pos = data.find(b"B", pos + 1)
+    return None
+
+
+def _group(name: str) -> str:
+    return name.split("/", 1)[0]

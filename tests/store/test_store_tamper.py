@@ -1,0 +1,130 @@
+"""Damage stays local and edits are evident (issue 14), on real run folders.
+
+- One flipped bit in `raw/bodies.pack` costs the record it hit and what depends on its bytes
+  (the case's later records, bodies reusing its chunks); `verify()` names every one of them and
+  every other body still reads (it used to make every later record unreadable).
+- A bit flipped in a sealed (gzipped) journal is a problem in `verify()`, never an exception.
+- An edited judgment or timestamp in a re-gzipped journal fails its line's chain; a journal whose
+  whole chain was recomputed after an edit no longer matches the head the run journal recorded.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from parquet_agent.store import RawStore, RunStore, read_journal
+from parquet_agent.store.blobs import _Pack
+from parquet_agent.store.journal import frame_line
+from tests.store.store_fixtures import conversation_bodies, make_config, make_frozen
+from tests.store.test_store_run import play_case
+
+
+def _flip(path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x10
+    path.write_bytes(bytes(data))
+
+
+def _store_of_20_cases(tmp_path):
+    store = RawStore(tmp_path)
+    paths = {case: [store.write(f"case{case:02d}/turn-{t}.json", body)
+                    for t, body in enumerate(conversation_bodies(case))] for case in range(20)}
+    store.close()
+    return paths
+
+
+@pytest.mark.parametrize("part", ["data", "recipe", "header"])
+def test_one_flipped_bit_costs_only_what_depends_on_it(tmp_path, part):
+    paths = _store_of_20_cases(tmp_path)
+    pack_path = tmp_path / "raw" / "bodies.pack"
+    pack = _Pack(pack_path)
+    pack.scan()
+    target = next(n for n, name in enumerate(pack.recipes) if name == "case10/turn-1.json")
+    record, before = pack.records[target], pack.records[target - 1]
+    start = before.data_offset + before.data_length  # records are contiguous
+    offset = {"data": record.data_offset + record.data_length // 2,
+              "recipe": (start + 13 + record.data_offset) // 2,  # inside the recipe JSON
+              "header": start + 7}[part]  # inside the 13-byte header's lengths
+    _flip(pack_path, offset)
+    reader = RawStore(tmp_path, writable=False)
+    problems = reader.verify()
+    unreadable = set()
+    for case, case_paths in paths.items():
+        for path in case_paths:
+            try:
+                reader.read(path)
+            except Exception:  # noqa: BLE001 - counting what the flip cost
+                unreadable.add(path)
+    assert "raw/case10/turn-1.json" in unreadable or part != "data"
+    assert {p.split("/")[1] for p in unreadable} <= {"case10"}, sorted(unreadable)
+    assert len(unreadable) <= 2, sorted(unreadable)  # the record hit and the case's later one
+    assert problems, "the damage must be reported"
+    named = " ".join(problems)
+    assert all(p in named for p in unreadable if p in reader.names()), (problems, unreadable)
+
+
+def _sealed_run(tmp_path):
+    run = RunStore(tmp_path).create(make_config(tmp_path), make_frozen(), run_id="r1")
+    case = play_case(run, score=0.0)
+    other = play_case(run, question="Q002")
+    run.close()
+    return run.dir, case, other
+
+
+def _lines(path):
+    return gzip.decompress(path.read_bytes()).splitlines(keepends=True)
+
+
+def test_a_bit_flipped_in_a_gzipped_journal_is_a_problem_not_an_exception(tmp_path):
+    run_dir, case, other = _sealed_run(tmp_path)
+    journal = run_dir / "journal" / f"{case}.jsonl.gz"
+    _flip(journal, len(journal.read_bytes()) // 2)
+    report = RunStore(tmp_path).open("r1").verify()  # used to raise BadGzipFile
+    assert not report.ok
+    assert any(f"{case}.jsonl.gz" in p for p in report.problems), report.problems
+    assert not any(other in p for p in report.problems)  # the other case is intact
+
+
+@pytest.mark.parametrize("edit", ["judgment", "timestamp"])
+def test_an_edited_line_in_a_regzipped_journal_is_named(tmp_path, edit):
+    run_dir, case, other = _sealed_run(tmp_path)
+    journal = run_dir / "journal" / f"{case}.jsonl.gz"
+    lines = _lines(journal)
+    index = next(i for i, line in enumerate(lines) if b'"event":"judgment"' in line)
+    if edit == "timestamp":
+        index = 0
+    old = lines[index]
+    new = (old.replace(b'"correctness":0.0', b'"correctness":100.0') if edit == "judgment"
+           else old.replace(b'"at":"20', b'"at":"19'))
+    assert new != old
+    lines[index] = new
+    journal.write_bytes(gzip.compress(b"".join(lines)))
+    report = RunStore(tmp_path).open("r1").verify()
+    assert not report.ok
+    assert any(f"{case}.jsonl" in p and f"line {index + 1}" in p for p in report.problems), \
+        report.problems
+    # the edited line is not taken as recorded: the judgment read back is not the forged one
+    judgments = [e for e in read_journal(journal).events if e.event == "judgment"]
+    assert all(j.data["correctness"] != 100.0 for j in judgments)
+
+
+def test_a_recomputed_chain_still_differs_from_the_recorded_head(tmp_path):
+    run_dir, case, other = _sealed_run(tmp_path)
+    journal = run_dir / "journal" / f"{case}.jsonl.gz"
+    records = [json.loads(line) for line in _lines(journal)]
+    for record in records:
+        record.pop("chain")
+        if record["event"] == "judgment":
+            record["correctness"] = 100.0
+    prev, out = "", []
+    for record in records:  # a forger who knows the framing rewrites every chain
+        line, prev = frame_line(record, prev)
+        out.append(line + b"\n")
+    journal.write_bytes(gzip.compress(b"".join(out)))
+    report = RunStore(tmp_path).open("r1").verify()
+    assert not report.ok
+    assert any(f"{case}.jsonl.gz" in p and "chain head" in p for p in report.problems), \
+        report.problems
