@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,7 @@ class RunSource:
     names_by_case: dict[str, tuple[str, ...]]  # raw paths per case, in write order
     models: dict[str, dict[str, Any]]  # configured models by name
     names: frozenset[str] = frozenset()  # every raw path, as the packs were when opened
+    unreadable: set[str] = field(default_factory=set)  # raw paths that failed to read
 
     @classmethod
     def open(cls, run_dir: str | Path) -> RunSource:
@@ -107,19 +108,31 @@ class RunSource:
         return self.run.all_case_ids()
 
     def events(self, case_id: str) -> tuple[Event, ...]:
+        """The case's events (damaged lines skipped: `Run.verify()` names them); an offloaded
+        tool text whose raw body is damaged stays unresolved and is listed as unreadable."""
         try:
             return self.run.case_events(case_id)
-        except RunError as exc:
-            raise ExportError(f"case {case_id}: its journal cannot be read: {exc}") from exc
+        except RunError:
+            events = self.run.case_events(case_id, resolve=False)
+            resolved = []
+            for event in events:
+                try:
+                    resolved.append(self.run.resolve(event))
+                except RunError:
+                    self.unreadable.add(event.data.get("offloaded"))
+                    resolved.append(event)
+            return tuple(resolved)
 
     def read(self, path: str | None) -> RawFile | None:
-        """A raw file, or None when the path is unset or the bytes were never written."""
+        """A raw file, or None when the path is unset, the bytes were never written, or they
+        are damaged (then listed in `unreadable`: the export marks the case, the rest shows)."""
         if not self.has(path):
             return None
         try:
             return parse_record(path, self.raw.read(path))
-        except RunError as exc:
-            raise ExportError(f"raw file {path}: {exc}") from exc
+        except RunError:
+            self.unreadable.add(path)
+            return None
 
     def has(self, path: str | None) -> bool:
         # the set taken at open, not `path in raw`, which rescans the pack on every miss

@@ -26,6 +26,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="embed the main plotly charts in report.html (~4.8 MB more)")
     export.add_argument("--compare", type=Path, metavar="OLD_RUN_DIR",
                         help="add a paired comparison with an older run to report.html")
+    export.add_argument("--on-damage", choices=("fail", "warn"), default="fail",
+                        help="when records are damaged or edited (Run.verify()): write the "
+                        "exports with them marked, then exit 1 (fail, the default) or exit 0 "
+                        "after a warning (warn)")
     export.set_defaults(handler=_export)
 
     raw = subparsers.add_parser("raw", help="print the exact bytes of one raw file of a run")
@@ -52,6 +56,13 @@ def _export(args: argparse.Namespace) -> int:
     print(f"exported {result.cases} cases of {result.run_dir} in {result.seconds:.2f} s")
     print(f"report:     {result.report}")
     print(f"provenance: {result.run_dir / 'case-export-provenance.json'}")
+    if result.problems:
+        shown = "\n".join(f"  - {p}" for p in result.problems[:20])
+        more = f"\n  ... and {len(result.problems) - 20} more" if len(result.problems) > 20 else ""
+        print(f"WARNING: {len(result.problems)} damaged or edited record(s) in this run; the "
+              f"exports mark them (summary.json integrity, report.html):\n{shown}{more}",
+              file=sys.stderr)
+        return 1 if args.on_damage == "fail" else 0
     return 0
 
 

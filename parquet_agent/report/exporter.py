@@ -51,6 +51,7 @@ from parquet_agent.report.case_record import (
 )
 from parquet_agent.report.html_report import ReportExtras, render_report
 from parquet_agent.stats import bootstrap_ci, percentile
+from parquet_agent.store.journal import read_journal
 from parquet_agent.store.manifest import tree_hash
 
 SCHEMA_VERSION = 1
@@ -64,6 +65,7 @@ class ExportResult:
     cases: int
     files: tuple[str, ...]  # run-relative paths written
     seconds: float
+    problems: tuple[str, ...] = ()  # damaged or edited records (`Run.verify()`), marked in the export
 
     @property
     def report(self) -> Path:
@@ -241,7 +243,9 @@ def export_run(run_dir: str | Path, *, extras: ReportExtras | None = None) -> Ex
     source = RunSource.open(run_dir)
     try:
         written: dict[str, bytes] = {}
+        verified = source.run.verify()  # a list of problems; never raises
         records = [build_case(source, cid) for cid in source.case_ids()]
+        integrity = _integrity(verified.problems, source.unreadable, records)
         texts = [case_json(record).encode("utf-8") for record in records]
         for record, text in zip(records, texts):
             written[record["links"]["case"]] = text + b"\n"
@@ -250,7 +254,7 @@ def export_run(run_dir: str | Path, *, extras: ReportExtras | None = None) -> Ex
                                              "run_id": source.run.run_id,
                                              "columns": list(INDEX_COLUMNS), "cases": rows})
         written["cases-index.csv"] = _csv(rows)
-        summary = build_summary(source, rows)
+        summary = build_summary(source, rows) | {"integrity": integrity}
         written["summary.json"] = dumps(summary)
         written["report.html"] = render_report(source.run.run_id, summary, rows, texts,
                                                extra=extras)
@@ -271,6 +275,10 @@ def export_run(run_dir: str | Path, *, extras: ReportExtras | None = None) -> Ex
         provenance = {
             "schema_version": SCHEMA_VERSION, "run_id": source.run.run_id,
             "manifest_hash": summary.get("manifest_hash"), "cases": len(records),
+            "integrity": integrity,
+            # each journal's line count and chain head as exported: a later edit of a journal
+            # (even with its whole chain recomputed) no longer matches these
+            "journal_heads": _journal_heads(source),
             "exporter": {"name": "parquet_agent.report.exporter", "version": exporter_version()},
             "exported_at": utc_now(),
             "inputs": inputs,
@@ -283,4 +291,28 @@ def export_run(run_dir: str | Path, *, extras: ReportExtras | None = None) -> Ex
                           "permissions and free space, then run `parquet-agent export "
                           f"{run_dir}`") from exc
     return ExportResult(run_dir, len(records), tuple(sorted(written)) + (PROVENANCE,),
-                        time.perf_counter() - t0)
+                        time.perf_counter() - t0, tuple(integrity["problems"]))
+
+
+def _integrity(problems: tuple[str, ...], unreadable: set[str],
+               records: list[dict[str, Any]]) -> dict[str, Any]:
+    """What `Run.verify()` found, per case: each damaged or edited case record gets an
+    `integrity` entry naming its problems (absent when the case is intact)."""
+    listed = list(problems) + [f"{p}: unreadable when exported" for p in sorted(unreadable)
+                               if not any(p in q for q in problems)]
+    damaged = []
+    for record in records:
+        case = record.get("case_id")
+        own = [p for p in listed if case and (f"{case}.jsonl" in p or f"/{case}/" in p)]
+        if own:
+            record["integrity"] = {"ok": False, "problems": own}
+            damaged.append(case)
+    return {"ok": not listed, "problems": listed, "damaged_cases": damaged}
+
+
+def _journal_heads(source: RunSource) -> dict[str, dict[str, Any]]:
+    heads = {}
+    for cid, path in source.run.journal_paths().items():
+        read = read_journal(path)
+        heads[cid] = {"lines": read.lines, "head": read.head}
+    return heads

@@ -75,6 +75,13 @@ def _summary_table(summary: dict[str, Any]) -> str:
         out.append(f"<p class=\"warning\" id=\"unprotected\"><strong>UNPROTECTED sandbox:</strong> "
                    f"{html.escape(mode)}. Nothing in the kernel kept the tool workers from "
                    "writing the corpus files during this run.</p>")
+    integrity = summary.get("integrity") or {"ok": True}
+    if not integrity.get("ok", True):
+        items = "".join(f"<li>{html.escape(p)}</li>" for p in integrity.get("problems", [])[:50])
+        out.append("<div class=\"warning\" id=\"integrity\"><strong>Damaged or edited records:"
+                   "</strong> these cases may not show what was recorded: "
+                   f"{html.escape(', '.join(integrity.get('damaged_cases', [])) or 'see below')}"
+                   f"<ul>{items}</ul></div>")
     out.append("<table id=\"summary\"><thead><tr>")
     out += [f"<th>{html.escape(h)}</th>" for h in head]
     out.append("</tr></thead><tbody>")

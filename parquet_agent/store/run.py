@@ -273,9 +273,10 @@ class Run:
         events = read_journal(self.dir / JOURNAL_DIR / f"{case_id}.jsonl").events
         if not resolve:
             return events
-        return tuple(self._resolve(e) for e in events)
+        return tuple(self.resolve(e) for e in events)
 
-    def _resolve(self, event: Event) -> Event:
+    def resolve(self, event: Event) -> Event:
+        """`event` with an offloaded tool text read back from the raw store."""
         path = event.data.get("offloaded") if event.event == "tool_call" else None
         if not path:
             return event
