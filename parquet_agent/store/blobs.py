@@ -58,22 +58,22 @@ from pathlib import Path
 from parquet_agent.errors import RunError
 from parquet_agent.files import DurableAppender, fsync_dir, truncate_torn_tail
 from parquet_agent.store.packformat import (  # noqa: F401  (split_chunks, RAW_DIR: public)
-    _CODEC_DEFLATE,
-    _CODEC_RAW,
-    _HEADER,
-    _WINDOW,
+    CODEC_DEFLATE,
+    CODEC_RAW,
+    HEADER,
+    WINDOW,
     META_PREFIX,
     RAW_DIR,
-    _body_hash,
-    _compact,
-    _digest,
-    _expand,
-    _group,
-    _meta,
-    _next_record,
-    _record_meta,
-    _starts_record,
-    _zdict,
+    hash_body,
+    compact_numbers,
+    chunk_digest,
+    expand_numbers,
+    group_of_name,
+    parse_meta,
+    next_record,
+    record_meta,
+    starts_record,
+    deflate_dictionary,
     split_chunks,
 )
 
@@ -128,31 +128,31 @@ class _Pack:
             data = f.read()
         pos, base, self.torn_tail = 0, self.good_end, False
         while pos < len(data):
-            if len(data) - pos < _HEADER.size:
+            if len(data) - pos < HEADER.size:
                 self.torn_tail = True
                 break
-            kind, meta_len, data_len, crc = _HEADER.unpack_from(data, pos)
-            meta_at = pos + _HEADER.size
+            kind, meta_len, data_len, crc = HEADER.unpack_from(data, pos)
+            meta_at = pos + HEADER.size
             end = meta_at + meta_len + data_len
             if end > len(data):
                 self.torn_tail = True
                 break
             ok = kind == b"B" and zlib.crc32(data[meta_at:end]) == crc
-            meta = _meta(data[meta_at:meta_at + meta_len]) if kind == b"B" else None
+            meta = parse_meta(data[meta_at:meta_at + meta_len]) if kind == b"B" else None
             if not ok and end == len(data):  # a torn last write may leave garbage of full length
                 self.torn_tail = True
                 break
-            if not ok and meta is None and kind == b"B" and _starts_record(data, end):
+            if not ok and meta is None and kind == b"B" and starts_record(data, end):
                 # the recipe is lost but the lengths hold: exactly this record is unreadable
                 self.problems.append(f"{self.path.name}: record at byte {base + pos} is "
                                      "damaged (its recipe does not read); its body is lost")
                 lost = self._lost_record()
                 pos = end
-                self._resync(_meta(_record_meta(data, pos)), lost)
+                self._resync(parse_meta(record_meta(data, pos)), lost)
                 self.good_end = base + pos
                 continue
             if not ok and meta is None:  # header or recipe lost: find the next whole record
-                found = _next_record(data, pos + 1)
+                found = next_record(data, pos + 1)
                 lost = (found if found is not None else len(data)) - pos
                 self.problems.append(f"{self.path.name}: {lost} bytes at byte {base + pos} are "
                                      "not a readable record (damaged); the records after them "
@@ -161,7 +161,7 @@ class _Pack:
                     break
                 lost = self._lost_record()
                 pos = found
-                self._resync(_meta(_record_meta(data, pos)), lost)
+                self._resync(parse_meta(record_meta(data, pos)), lost)
                 self.good_end = base + pos
                 continue
             number = self._add(meta, base + meta_at + meta_len, data_len)
@@ -169,8 +169,8 @@ class _Pack:
                 self.damaged.add(number)
                 self.problems.append(f"{self.path.name}: record at byte {base + pos} "
                                      f"({RAW_DIR}/{meta['n']}) does not match its CRC (damaged)")
-                if end != len(data) and not _starts_record(data, end):  # its lengths are hit
-                    found = _next_record(data, pos + 1)
+                if end != len(data) and not starts_record(data, end):  # its lengths are hit
+                    found = next_record(data, pos + 1)
                     end = found if found is not None else len(data)
             pos = end
             self.good_end = base + pos
@@ -180,7 +180,7 @@ class _Pack:
         chunks are the last ones its recipe names; the lost ones in between (in placeholder
         record `lost`) stay unreadable."""
         new = len((meta or {}).get("l", []))
-        refs = _expand((meta or {}).get("c", []))
+        refs = expand_numbers((meta or {}).get("c", []))
         if not new or not refs:
             return
         while len(self.chunks) < max(refs) - new + 1:
@@ -189,7 +189,7 @@ class _Pack:
     def _lost_record(self) -> int:
         """A placeholder record for chunks whose bytes were lost: reading it fails."""
         number = len(self.records)
-        self.records.append(_Record(0, 0, _CODEC_RAW, None, -1))
+        self.records.append(_Record(0, 0, CODEC_RAW, None, -1))
         self.group_of.append("<lost case>")  # the group of later records that point here
         self.damaged.add(number)
         return number
@@ -199,15 +199,15 @@ class _Pack:
         if meta["n"].startswith("/") and meta.get("p") is not None:
             meta["n"] = self.group_of[meta["p"]] + meta["n"]
         lengths = meta.get("l", [])
-        self.records.append(_Record(data_offset, data_length, meta.get("z", _CODEC_RAW),
+        self.records.append(_Record(data_offset, data_length, meta.get("z", CODEC_RAW),
                                     meta.get("p"), sum(lengths)))
         start = 0
         for length in lengths:
             self.chunks.append((number, start, length))
             start += length
         self.recipes[meta["n"]] = meta
-        self.group_last[_group(meta["n"])] = number
-        self.group_of.append(_group(meta["n"]))
+        self.group_last[group_of_name(meta["n"])] = number
+        self.group_of.append(group_of_name(meta["n"]))
         return number
 
     # -- decoding --------------------------------------------------------------------------------
@@ -228,7 +228,7 @@ class _Pack:
             number = self.records[number].prev
         window = self._windows[number] if number is not None else b""
         for n in reversed(chain):
-            window = (window + self._decode(fd, n, window))[-_WINDOW:]
+            window = (window + self._decode(fd, n, window))[-WINDOW:]
             self._cache(self._windows, n, window)
         return window
 
@@ -237,10 +237,10 @@ class _Pack:
             raise ValueError(f"record {number} is damaged")
         rec = self.records[number]
         stored = os.pread(fd, rec.data_length, rec.data_offset)
-        if rec.codec == _CODEC_RAW:
+        if rec.codec == CODEC_RAW:
             data = stored
-        elif rec.codec == _CODEC_DEFLATE:
-            dec = zlib.decompressobj(-15, zdict=_zdict(prev_window))
+        elif rec.codec == CODEC_DEFLATE:
+            dec = zlib.decompressobj(-15, zdict=deflate_dictionary(prev_window))
             data = dec.decompress(stored) + dec.flush()
         else:
             raise ValueError(f"unknown codec {rec.codec}")
@@ -260,14 +260,14 @@ class _Pack:
         return self.decoded(fd, record)[start:start + length]
 
     def body(self, fd: int, recipe: dict) -> bytes:
-        return b"".join(self.chunk(fd, n) for n in _expand(recipe["c"]))
+        return b"".join(self.chunk(fd, n) for n in expand_numbers(recipe["c"]))
 
     def digests(self, fd: int) -> dict[bytes, int]:
         """Digest -> chunk number of every chunk (decodes the whole pack once)."""
         if self.by_digest is None:
             self.by_digest = {}
             for number in range(len(self.chunks)):
-                self.by_digest.setdefault(_digest(self.chunk(fd, number)), number)
+                self.by_digest.setdefault(chunk_digest(self.chunk(fd, number)), number)
         return self.by_digest
 
 
@@ -306,7 +306,7 @@ class RawStore:
             raise ValueError(f"bad raw name {name!r}: use a relative path of letters, digits "
                              "and ._-+=@~ without '..'")
         data = bytes(data)
-        body_hash = _body_hash(data)
+        body_hash = hash_body(data)
         key = "meta" if name.startswith(META_PREFIX) else "bodies"
         with self._lock:
             pack = self._packs[key]
@@ -318,44 +318,44 @@ class RawStore:
                 stored_name = f"{name}~{n}"
             with _ReadFd(pack.path) as fd:
                 known = pack.digests(fd)
-                prev = pack.group_last.get(_group(stored_name))
+                prev = pack.group_last.get(group_of_name(stored_name))
                 window = pack.window(fd, prev)
             numbers, new, new_chunks = [], {}, []
             next_number = len(pack.chunks)
             for chunk in split_chunks(data):
-                digest = _digest(chunk)
+                digest = chunk_digest(chunk)
                 number = known.get(digest, new.get(digest))
                 if number is None:
                     number = new[digest] = next_number + len(new_chunks)
                     new_chunks.append(chunk)
                 numbers.append(number)
             new_data = b"".join(new_chunks)
-            codec, stored = _CODEC_RAW, new_data
+            codec, stored = CODEC_RAW, new_data
             if new_data:
                 comp = zlib.compressobj(6, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY,
-                                        _zdict(window))
+                                        deflate_dictionary(window))
                 packed = comp.compress(new_data) + comp.flush()
                 if len(packed) < len(new_data):
-                    codec, stored = _CODEC_DEFLATE, packed
-            group = _group(stored_name)
+                    codec, stored = CODEC_DEFLATE, packed
+            group = group_of_name(stored_name)
             short = stored_name[len(group):] if prev is not None and "/" in stored_name else None
             meta = {"n": short or stored_name, "s": len(data), "h": body_hash,
-                    "c": _compact(numbers), "l": [len(c) for c in new_chunks], "z": codec}
+                    "c": compact_numbers(numbers), "l": [len(c) for c in new_chunks], "z": codec}
             if prev is not None:
                 meta["p"] = prev
             meta_bytes = json.dumps(meta, separators=(",", ":")).encode()
-            header = _HEADER.pack(b"B", len(meta_bytes), len(stored),
+            header = HEADER.pack(b"B", len(meta_bytes), len(stored),
                                   zlib.crc32(meta_bytes + stored))
             appender = self._appenders.get(key)
             if appender is None:
                 appender = self._appenders[key] = DurableAppender(pack.path)
             start = appender.append(header + meta_bytes + stored)
             # only now, with the bytes durable, does the in-memory index learn about them
-            number = pack._add(meta, start + _HEADER.size + len(meta_bytes), len(stored))
+            number = pack._add(meta, start + HEADER.size + len(meta_bytes), len(stored))
             known.update(new)
             pack._cache(pack._decoded, number, new_data)
-            pack._cache(pack._windows, number, (window + new_data)[-_WINDOW:])
-            pack.good_end = start + _HEADER.size + len(meta_bytes) + len(stored)
+            pack._cache(pack._windows, number, (window + new_data)[-WINDOW:])
+            pack.good_end = start + HEADER.size + len(meta_bytes) + len(stored)
             return f"{RAW_DIR}/{stored_name}"
 
     # -- reading --------------------------------------------------------------------------------
@@ -378,7 +378,7 @@ class RawStore:
                 data = pack.body(fd, recipe)
             except (zlib.error, ValueError, IndexError) as exc:
                 raise RunError(f"{path}: cannot be decoded ({exc}); see Run.verify()") from exc
-        if len(data) != recipe["s"] or _body_hash(data) != recipe["h"]:
+        if len(data) != recipe["s"] or hash_body(data) != recipe["h"]:
             raise RunError(f"{path}: stored bytes do not match their recorded hash (tampered or "
                            "damaged raw store); see Run.verify()")
         return data
@@ -431,7 +431,7 @@ class RawStore:
                     except (zlib.error, ValueError, IndexError):
                         problems.append(f"{RAW_DIR}/{rname}: cannot be decoded")
                         continue
-                    if len(data) != recipe["s"] or _body_hash(data) != recipe["h"]:
+                    if len(data) != recipe["s"] or hash_body(data) != recipe["h"]:
                         problems.append(f"{RAW_DIR}/{rname}: bytes do not match the recorded hash")
         return problems
 

@@ -14,10 +14,10 @@ import zlib
 
 RAW_DIR = "raw"
 META_PREFIX = "meta/"
-_HEADER = struct.Struct(">cIII")
-_CODEC_RAW, _CODEC_DEFLATE = 0, 2
+HEADER = struct.Struct(">cIII")
+CODEC_RAW, CODEC_DEFLATE = 0, 2
 _MIN_CHUNK = 48
-_WINDOW = 32 * 1024  # deflate's largest dictionary
+WINDOW = 32 * 1024  # deflate's largest dictionary
 _CUT = re.compile(rb",[ \t\r\n]*(?=\\*[{\"\[])")
 # Wire fragments common to the three provider formats and our recorded envelopes. Changing this
 # breaks reading old packs: add a new codec instead.
@@ -43,11 +43,11 @@ _ZDICT = (
 )
 
 
-def _digest(data: bytes) -> bytes:
+def chunk_digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
-def _body_hash(data: bytes) -> str:
+def hash_body(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
@@ -64,11 +64,11 @@ def split_chunks(data: bytes, min_size: int = _MIN_CHUNK) -> list[bytes]:
     return chunks
 
 
-def _zdict(window: bytes) -> bytes:
-    return (_ZDICT + window)[-_WINDOW:]
+def deflate_dictionary(window: bytes) -> bytes:
+    return (_ZDICT + window)[-WINDOW:]
 
 
-def _compact(numbers: list[int]) -> list:
+def compact_numbers(numbers: list[int]) -> list:
     out: list = []
     for n in numbers:
         last = out[-1] if out else None
@@ -81,14 +81,14 @@ def _compact(numbers: list[int]) -> list:
     return out
 
 
-def _expand(refs: list) -> list[int]:
+def expand_numbers(refs: list) -> list[int]:
     out: list[int] = []
     for ref in refs:
         out.extend(range(ref[0], ref[1] + 1) if isinstance(ref, list) else (ref,))
     return out
 
 
-def _meta(raw: bytes) -> dict | None:
+def parse_meta(raw: bytes) -> dict | None:
     """A record's recipe, or None when it does not read as one."""
     try:
         meta = json.loads(raw)
@@ -99,27 +99,27 @@ def _meta(raw: bytes) -> dict | None:
     return meta
 
 
-def _record_meta(data: bytes, pos: int) -> bytes:
-    _, meta_len, _, _ = _HEADER.unpack_from(data, pos)
-    return data[pos + _HEADER.size: pos + _HEADER.size + meta_len]
+def record_meta(data: bytes, pos: int) -> bytes:
+    _, meta_len, _, _ = HEADER.unpack_from(data, pos)
+    return data[pos + HEADER.size: pos + HEADER.size + meta_len]
 
 
-def _starts_record(data: bytes, pos: int) -> bool:
+def starts_record(data: bytes, pos: int) -> bool:
     """Whether a whole record with a matching CRC starts at `pos`."""
-    return _next_record(data, pos) == pos
+    return next_record(data, pos) == pos
 
 
-def _next_record(data: bytes, start: int) -> int | None:
+def next_record(data: bytes, start: int) -> int | None:
     """The offset of the next whole record whose CRC matches, at or after `start`."""
     pos = data.find(b"B", start)
-    while pos >= 0 and len(data) - pos >= _HEADER.size:
-        _, meta_len, data_len, crc = _HEADER.unpack_from(data, pos)
-        end = pos + _HEADER.size + meta_len + data_len
-        if end <= len(data) and zlib.crc32(data[pos + _HEADER.size:end]) == crc:
+    while pos >= 0 and len(data) - pos >= HEADER.size:
+        _, meta_len, data_len, crc = HEADER.unpack_from(data, pos)
+        end = pos + HEADER.size + meta_len + data_len
+        if end <= len(data) and zlib.crc32(data[pos + HEADER.size:end]) == crc:
             return pos
         pos = data.find(b"B", pos + 1)
     return None
 
 
-def _group(name: str) -> str:
+def group_of_name(name: str) -> str:
     return name.split("/", 1)[0]

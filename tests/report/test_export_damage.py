@@ -62,12 +62,12 @@ def _flip_raw(run_dir, case):
     # a record of the case whose new chunks no other case reuses: a record holding chunks that
     # others reuse (the system prompt, an identical judge reply) costs those bodies too, by
     # design of the deduplicating store (blobs.py); verify names each of them
-    from parquet_agent.store.packformat import _expand
+    from parquet_agent.store.packformat import expand_numbers
 
     names = list(pack.recipes)
     users: dict[int, set[str]] = {}
     for name, recipe in pack.recipes.items():
-        for chunk in _expand(recipe["c"]):
+        for chunk in expand_numbers(recipe["c"]):
             users.setdefault(chunk, set()).add(name.split("/", 1)[0])
     own_chunks: dict[int, list[int]] = {}
     for chunk, (rec, _, _) in enumerate(pack.chunks):
