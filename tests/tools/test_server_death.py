@@ -33,7 +33,7 @@ def test_killed_server_fails_pending_and_queued_calls_fast(corpus_dir):
             thread.start()
         time.sleep(1.0)
         killed_at = time.monotonic()
-        os.kill(tools._pool.server_pid, signal.SIGKILL)
+        os.kill(tools.sandbox.server_pid, signal.SIGKILL)
         for thread in threads:
             thread.join(timeout=90)
         assert len(results) == 5
@@ -47,4 +47,4 @@ def test_killed_server_fails_pending_and_queued_calls_fast(corpus_dir):
         assert first_two[-1] - killed_at < 2.0, first_two[-1] - killed_at
         after = tools.call("sql", query="SELECT 42 AS x")
         assert after.ok and after.output["rows"] == [[42]]
-        assert tools._pool.starts == 2
+        assert tools.sandbox.starts == 2
