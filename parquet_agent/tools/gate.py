@@ -76,10 +76,11 @@ def allowed_functions() -> frozenset[str]:
 
 
 def parse_select(con: duckdb.DuckDBPyConnection, sql: str,
-                 tables: frozenset[str] = VIEWS) -> duckdb.Statement:
+                 tables: frozenset[str] | None = VIEWS) -> duckdb.Statement:
     """The one SELECT statement in `sql`, checked; raises GateRejection otherwise. `tables`:
     the view names the query may read besides its own CTEs (an audit's `data` and per-file
-    views; `filings`/`filing` by default)."""
+    views; `filings`/`filing` by default); None: any name without a schema or catalog (a
+    pre-check that does not know the views; the worker's gate then checks the real ones)."""
     try:
         statements = con.extract_statements(sql)
     except duckdb.Error as exc:
@@ -103,7 +104,8 @@ def parse_select(con: duckdb.DuckDBPyConnection, sql: str,
             "forbidden",
             f"only a read-only SELECT may run; this is a {kind_name} statement.{extra} {_HINT}",
         )
-    _Walk(allowed_functions(), frozenset(t.lower() for t in tables)).check(_serialize(con, sql))
+    names = None if tables is None else frozenset(t.lower() for t in tables)
+    _Walk(allowed_functions(), names).check(_serialize(con, sql))
     return statement
 
 
@@ -132,7 +134,7 @@ class _Walk:
     """An iterative walk of the parsed tree (a deep query must not blow the Python stack) that
     carries the CTE names in scope, so a table name is a CTE only where DuckDB would bind it so."""
 
-    def __init__(self, functions: frozenset[str], tables: frozenset[str]):
+    def __init__(self, functions: frozenset[str], tables: frozenset[str] | None):
         self._functions = functions
         self._tables = tables
 
@@ -199,10 +201,11 @@ class _Walk:
             )
 
     @staticmethod
-    def _table(item: dict, ctes: frozenset[str], tables: frozenset[str]) -> None:
+    def _table(item: dict, ctes: frozenset[str], tables: frozenset[str] | None) -> None:
         name = str(item.get("table_name", ""))
         parts = [p for p in (item.get("catalog_name"), item.get("schema_name"), name) if p]
-        if len(parts) == 1 and (name.lower() in tables or name.lower() in ctes):
+        known = tables is None and "/" not in name and "." not in name
+        if len(parts) == 1 and (known or name.lower() in (tables or ()) or name.lower() in ctes):
             return
         shown = ".".join(parts)
         if "/" in shown or ":" in shown or len(shown) > 64:  # a replacement scan of a path

@@ -60,8 +60,8 @@ def test_hostile_actions_stay_in_the_sandbox(filings_dir, tmp_path):
     config = AuditConfig(run_policy="accept")
     report = Auditor(config, model=ScriptedModel(script)).run(filings_dir, run_dir=tmp_path / "r")
     first, second, third, fourth, _ = report.steps
-    assert first["gate"] == "PASS" and not first["ok"]
-    assert first["error"]["kind"] in ("forbidden", "sql")
+    # the allow-list gate (issue 14) refuses read_text by name before the sandbox is reached
+    assert first["gate"] == "FAIL" and "read_text()" in first["critique"]
     assert second["gate"] == "FAIL" and "SQL gate" in second["critique"]
     assert third["finding_action"] == "dismissed" and report.findings == ()
     assert "evidence could not be computed" in report.dismissed[0]["dismissed_reason"]
