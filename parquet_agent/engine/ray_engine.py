@@ -237,6 +237,10 @@ class RayEngine:
         except (RayActorError, WorkerCrashedError) as exc:
             node.lost += 1
             lease = store.lease(cid)  # the lost attempt's late writes are refused from now on
+            if cid in run.completed_cases():
+                # the node died after its case_finished was durable: the case is done, and a
+                # re-run would finish it a second time
+                return {"cost": 0.0, "wall_ms": 0.0, "write_ms": 0.0}
             store.apply(("append", cid, lease, ([CaseFailed(
                 "NodeLost", f"node {node.label} was lost mid-case ({type(exc).__name__}); the "
                 "case is re-run on another node from its journal", True)],)))
