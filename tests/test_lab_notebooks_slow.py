@@ -122,7 +122,8 @@ def _open(browser, url: str, token: str, name: str):
     page.on("pageerror", lambda e: page.errors.append(str(e)))
     # ?reset: a fresh workspace, so the previous notebook's tab is not restored beside it
     page.goto(f"{url}/lab/tree/notebooks/{name}.ipynb?reset&token={token}")
-    page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content", timeout=90_000)
+    # a code cell's editor: a rendered Markdown cell first in the notebook keeps its editor hidden
+    page.wait_for_selector(".jp-Notebook .jp-CodeCell .cm-content", timeout=90_000)
     page.wait_for_function(KERNEL_READY, timeout=90_000)
     kernel = page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext"
                            ".session.kernel.name")
