@@ -40,7 +40,7 @@ def test_a_key_echoed_with_json_escapes_reaches_no_record(provider, sink, tmp_pa
 
 
 def test_every_key_the_run_knows_is_scrubbed_by_every_recorder(sink, tmp_path):
-    other = "sk-judge-key-0123456789abcdef0123"
+    other = "sk-fake-judge-key-0123456789abcdef"
     with openai_server([FakeReply(text=f"the judge key is {_escaped(other, 3)}")]) as server:
         spec = ModelSpec(name="m", provider="openai", model="gpt-4o-mini", api_key_env="K",
                          base_url=server.url + "/v1")
