@@ -73,8 +73,9 @@ def harness_answers(corpus: Path) -> dict[str, str]:
     return out
 
 
-def write_config(path: Path, corpus: Path, runs: Path, url: str, *, engine: str = "",
-                 case_workers: int = 4) -> Path:
+def write_config(path: Path, corpus: Path, runs: Path, url: str, *, name: str = "grid",
+                 sample: str = "", engine: str = "", case_workers: int = 4) -> Path:
+    """An experiment over two fake OpenAI-compatible models at `url`, judged by the rubric."""
     models = "".join(f"""
 [[models]]
 name = "{name}"
@@ -85,9 +86,10 @@ base_url = "{url}/v1"
 max_attempts = 2
 """ for name in ("fake-a", "fake-b"))
     path.write_text(f"""
-name = "grid"
+name = "{name}"
 corpus = "{corpus}"
 questions = "{corpus / 'questions.jsonl'}"
+{f'sample = "{sample}"' if sample else ""}
 strategies = ["sql", "sql+stream"]
 runs_dir = "{runs}"
 {models}

@@ -27,6 +27,7 @@ from parquet_agent.experiment_commands import demo_config
 from parquet_agent.models.fakes import FakeReply, FakeToolCall, openai_server
 from parquet_agent.models.fakes.server import http_error
 from parquet_agent.store import ModelAttempt, RunStore, ToolCallEvent
+from tests.engine.grid import write_config
 from tests.harness_corpus import make_harness_corpus
 
 HOSTILE = ("Total revenue was $813 million. </script><script>window.__pwned=1</script>"
@@ -71,31 +72,8 @@ def _script(request):
 
 
 def _config(folder: Path, corpus: Path, url: str) -> Path:
-    path = folder / "http.toml"
-    models = "".join(f"""
-[[models]]
-name = "{name}"
-provider = "openai"
-model = "gpt-{name}"
-api_key_env = "FAKE_OPENAI_KEY"
-base_url = "{url}/v1"
-max_attempts = 2
-""" for name in ("fake-a", "fake-b"))
-    path.write_text(f"""
-name = "http"
-corpus = "{corpus}"
-questions = "{corpus / 'questions.jsonl'}"
-sample = "all"
-strategies = ["sql", "sql+stream"]
-runs_dir = "{folder / 'runs'}"
-{models}
-[judge]
-provider = "rubric"
-
-[limits]
-case_workers = 2
-""")
-    return path
+    return write_config(folder / "http.toml", corpus, folder / "runs", url, name="http", sample="all",
+                        case_workers=2)
 
 
 @pytest.fixture(scope="session")

@@ -8,9 +8,11 @@ the tests also show that workers which dropped root read the corpus through desc
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 from pathlib import Path
+from typing import Callable
 
 import pyarrow as pa
 import pytest
@@ -101,3 +103,26 @@ def tight_tools(corpus_dir) -> Tools:
 
 def is_root() -> bool:
     return os.geteuid() == 0
+
+
+def report_from_child(work: Callable[[int], dict], keep_fds=()) -> dict:
+    """Fork; the child runs `work(write_fd)` (it hardens itself, keeping `write_fd`) and its dict
+    comes back as JSON. What escapes `work` (a failed harden or lock) is reported under "harden"."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        try:
+            seen = work(write_fd)
+        except BaseException as exc:  # noqa: BLE001
+            seen = {"harden": repr(exc)}
+        os.write(write_fd, json.dumps(seen).encode())
+        os._exit(0)
+    os.close(write_fd)
+    data = b""
+    while chunk := os.read(read_fd, 1 << 16):
+        data += chunk
+    os.waitpid(pid, 0)
+    os.close(read_fd)
+    for fd in keep_fds:
+        os.close(fd)
+    return json.loads(data)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.tools.conftest import file_hashes, is_root, stem
+from tests.tools.conftest import file_hashes, is_root, report_from_child, stem
 
 
 def landlock_available() -> bool:
@@ -348,33 +348,21 @@ def _reads_in_hardened_child(files, others, drop_to) -> dict[str, str]:
     from parquet_agent.tools.sandbox import SandboxLimits, connect, fd_path, harden
 
     fds = [os.open(f, os.O_RDONLY) for f in files]
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - child
+
+    def probe(write_fd: int) -> dict:
+        harden({*fds, write_fd}, SandboxLimits(), drop_to)
+        con = connect(SandboxLimits())  # no allow-list, external access on: DuckDB tries all
         seen = {}
-        try:
-            harden({*fds, write_fd}, SandboxLimits(), drop_to)
-            con = connect(SandboxLimits())  # no allow-list, external access on: DuckDB tries all
-            for path in [*map(fd_path, fds), *map(str, others)]:
-                for how, read in [("open", lambda: open(path, "rb").read(16)),
-                                  ("duckdb", lambda: con.execute("SELECT content FROM read_blob(?)", [path]).fetchall())]:
-                    try:
-                        seen[f"{how} {path}"] = "read" if read() else "nothing"
-                    except BaseException as exc:  # noqa: BLE001
-                        seen[f"{how} {path}"] = type(exc).__name__
-        except BaseException as exc:  # noqa: BLE001
-            seen["harden"] = repr(exc)
-        os.write(write_fd, json.dumps(seen).encode())
-        os._exit(0)
-    os.close(write_fd)
-    data = b""
-    while chunk := os.read(read_fd, 1 << 16):
-        data += chunk
-    os.waitpid(pid, 0)
-    os.close(read_fd)
-    for fd in fds:
-        os.close(fd)
-    return json.loads(data)
+        for path in [*map(fd_path, fds), *map(str, others)]:
+            for how, read in [("open", lambda: open(path, "rb").read(16)),
+                              ("duckdb", lambda: con.execute("SELECT content FROM read_blob(?)", [path]).fetchall())]:
+                try:
+                    seen[f"{how} {path}"] = "read" if read() else "nothing"
+                except BaseException as exc:  # noqa: BLE001
+                    seen[f"{how} {path}"] = type(exc).__name__
+        return seen
+
+    return report_from_child(probe, keep_fds=fds)
 
 
 @pytest.mark.skipif(not landlock_available(), reason="this kernel has no Landlock")

@@ -6,12 +6,11 @@ inherited, not yet locked connection themselves instead of building a new databa
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
 
-from tests.tools.conftest import is_root
+from tests.tools.conftest import is_root, report_from_child
 
 
 def test_untraversable_corpus_still_inherits_the_connection(tools, corpus_dir):
@@ -34,35 +33,24 @@ def test_a_child_locked_connection_reads_only_the_corpus(corpus_dir):
     fd = os.open(corpus_dir / "2025-01.parquet", os.O_RDONLY)
     paths = [fd_path(fd)]
     con = connect_corpus(paths, SandboxLimits(), locked=False)
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - child
+
+    def probe(write_fd: int) -> dict:
+        harden({fd, write_fd}, SandboxLimits(), (NOBODY, NOBODY))
+        lock(con, paths)
         seen = {}
-        try:
-            harden({fd, write_fd}, SandboxLimits(), (NOBODY, NOBODY))
-            lock(con, paths)
-            for name, sql in [("view", "SELECT count(*) FROM filings"),
-                              ("secret", f"SELECT * FROM read_csv('{secret}')"),
-                              ("fd path", f"SELECT count(*) FROM read_parquet('{paths[0]}')"),
-                              ("unlock", "SET enable_external_access = true"),
-                              ("relock", "SET allowed_paths = ['/etc/passwd']")]:
-                try:
-                    seen[name] = repr(con.execute(sql).fetchall())
-                except Exception as exc:  # noqa: BLE001
-                    seen[name] = type(exc).__name__
-        except BaseException as exc:  # noqa: BLE001
-            seen["harden"] = repr(exc)
-        os.write(write_fd, json.dumps(seen).encode())
-        os._exit(0)
-    os.close(write_fd)
-    data = b""
-    while chunk := os.read(read_fd, 1 << 16):
-        data += chunk
-    os.waitpid(pid, 0)
-    os.close(read_fd)
-    os.close(fd)
+        for name, sql in [("view", "SELECT count(*) FROM filings"),
+                          ("secret", f"SELECT * FROM read_csv('{secret}')"),
+                          ("fd path", f"SELECT count(*) FROM read_parquet('{paths[0]}')"),
+                          ("unlock", "SET enable_external_access = true"),
+                          ("relock", "SET allowed_paths = ['/etc/passwd']")]:
+            try:
+                seen[name] = repr(con.execute(sql).fetchall())
+            except Exception as exc:  # noqa: BLE001
+                seen[name] = type(exc).__name__
+        return seen
+
+    seen = report_from_child(probe, keep_fds=[fd])
     con.close()
-    seen = json.loads(data)
     assert seen["view"] == "[(30,)]", seen
     assert seen["fd path"] == "[(30,)]", seen
     assert seen["secret"] == "PermissionException", seen
