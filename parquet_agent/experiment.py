@@ -410,7 +410,8 @@ def _judge_case(run: Run, journal, judge: Judge, reader: Tools, questions: Quest
         question=questions.question(question_id).question, candidate_answer=outcome.answer,
         reference_answer=reference.reference_answer,
         gold_evidence=tuple(e.to_json() for e in reference.gold_evidence),
-        tool_evidence=evidence, cited_spans=_cited_spans(reader, outcome.answer))
+        tool_evidence=evidence, cited_spans=_cited_spans(reader, outcome.answer),
+        answerable=reference.answerable)
     verdict = judge.judge(inp, sink=run.raw, label=f"{cid}/judge")
     journal.append_many([
         *(JudgeAttempt(label=a.label, attempt=asdict(a)) for a in verdict.attempts),

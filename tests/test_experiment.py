@@ -216,22 +216,6 @@ def test_kill_9_at_any_point_then_resume_finishes_without_paying_twice(corpus, t
     assert verify.ok, str(verify)
 
 
-def test_judge_malformed_output_is_retried_then_unscored_never_zero(corpus, tmp_path):
-    from parquet_agent.judge import Judge, JudgeInput
-    from parquet_agent.models.scripted import ScriptedModel
-    from parquet_agent.models.sink import DirectorySink
-
-    inp = JudgeInput("q", "answer", "ref", (), ())
-    judge = Judge(ScriptedModel(["not json", '{"correctness": 140}']), max_attempts=2)
-    verdict = judge.judge(inp, sink=DirectorySink(tmp_path), label="Q1__m__sql/judge")
-    assert not verdict.scored and verdict.correctness is None
-    assert "0 to 100" in verdict.unscored_reason and len(verdict.attempts) == 2
-    ok = Judge(ScriptedModel(['Sure: {"correctness": 80, "citation_support": 50, '
-                              '"rationale": "close"}'])).judge(inp, sink=DirectorySink(tmp_path),
-                                                               label="Q1__m__sql/judge")
-    assert (ok.correctness, ok.citation_support, ok.rationale) == (80.0, 50.0, "close")
-
-
 def test_cli_run_prints_the_summary(corpus, tmp_path):
     with openai_server(_answer_script) as server:
         config = _write_config(tmp_path, corpus, server.url)

@@ -32,7 +32,8 @@ def test_fit_evidence_cuts_the_longest_outputs_to_fit_and_says_what_it_cut():
 
 
 def test_a_judge_with_a_small_context_sends_what_fits_and_records_the_cut(tmp_path):
-    reply = json.dumps({"correctness": 100, "citation_support": 0, "rationale": "ok"})
+    reply = json.dumps({"verdict": "correct", "correctness": 100, "citation_support": 0,
+                        "rationale": "ok"})
     model = ScriptedModel([reply], name="local-judge")
     verdict = Judge(model, context_tokens=2048).judge(_input(), sink=DirectorySink(tmp_path),
                                                      label="Q1/judge")

@@ -62,6 +62,9 @@ class Evidence:
         return {"file_stem": self.file_stem, "quote": self.quote, "start": self.start, "end": self.end}
 
 
+UNANSWERABLE = "unanswerable"  # the `kind` of a question the corpus cannot answer
+
+
 @dataclass(frozen=True, slots=True)
 class Reference:
     """The judge's side of a question. `gold_evidence` is empty for unanswerable questions
@@ -71,6 +74,12 @@ class Reference:
     reference_answer: str
     gold_evidence: tuple[Evidence, ...]
     kind: str | None = None
+
+    @property
+    def answerable(self) -> bool:
+        """Whether the corpus holds the answer: every question but `kind = "unanswerable"`
+        (the judge tells an abstention on an answerable question apart from a right refusal)."""
+        return self.kind != UNANSWERABLE
 
 
 @dataclass(frozen=True)

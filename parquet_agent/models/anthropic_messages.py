@@ -129,6 +129,12 @@ class AnthropicMessagesModel(HttpModel):
                                 "input_schema": t.parameters} for t in request.tools]
             choice = request.settings.tool_choice
             kwargs["tool_choice"] = {"type": "any" if choice == "required" else choice}
+        schema = self.wire_schema(request)
+        if schema is not None:  # a forced call of one tool: its input is the object
+            kwargs["tools"] = [*kwargs.get("tools", ()), {
+                "name": schema.name, "description": "Record the answer as this object.",
+                "input_schema": schema.schema}]
+            kwargs["tool_choice"] = {"type": "tool", "name": schema.name}
         if sent.reasoning_effort:
             kwargs["output_config"] = {"effort": sent.reasoning_effort}
         if self.cache_prompts:

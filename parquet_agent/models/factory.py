@@ -65,6 +65,7 @@ def build_model(spec: ModelSpec, *, env: Mapping[str, str] | None = None,
         retry=retry or RetryPolicy(max_attempts=spec.max_attempts),
         price=(declared_price(spec.price, model=spec.model, where=f"model {spec.name!r}")
                if spec.price is not None else None),
+        structured_output=spec.structured_output,
     )
     if spec.provider == "openai":
         import openai

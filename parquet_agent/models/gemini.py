@@ -121,6 +121,10 @@ class GeminiModel(HttpModel):
             config["temperature"] = sent.temperature
         if sent.reasoning_effort and sent.reasoning_effort != NOT_SUPPORTED:
             config["thinking_config"] = {"thinking_level": _LEVELS[sent.reasoning_effort.lower()]}
+        schema = self.wire_schema(request)
+        if schema is not None:
+            config["response_mime_type"] = "application/json"
+            config["response_json_schema"] = schema.schema
         if request.tools:
             config["tools"] = [types.Tool(function_declarations=[
                 types.FunctionDeclaration(name=t.name, description=t.description,

@@ -103,6 +103,7 @@ class HttpModel:
         sleep: Callable[[float], None] = time.sleep,
         seed: int = 0,
         price: Price | None = None,
+        structured_output: bool = True,
     ):
         self.name = name
         self.model = model
@@ -112,6 +113,8 @@ class HttpModel:
         self.retry = retry or RetryPolicy()
         self.prices = prices or PriceTable.load()
         self.price = price  # declared in the model entry: wins over the table
+        # ask for a request's response_schema on the wire (false: a server that rejects it)
+        self.structured_output = structured_output
         self._sleep = sleep
         self._rng = random.Random(seed)
 
@@ -128,6 +131,19 @@ class HttpModel:
     def _notes(self, request: ModelRequest) -> tuple[str, ...]:
         """What else every attempt of `request` should record (adapters add their own)."""
         return ()
+
+    def wire_schema(self, request: ModelRequest):
+        """The request's response schema if it goes on the wire, else None."""
+        return request.response_schema if self.structured_output else None
+
+    def _schema_notes(self, request: ModelRequest) -> tuple[str, ...]:
+        schema = request.response_schema
+        if schema is None:
+            return ()
+        if not self.structured_output:
+            return (f"structured output {schema.name!r} not asked for (structured_output = "
+                    "false): the reply is parsed from its text",)
+        return (f"structured output {schema.name!r} asked for",)
 
     def _sent_settings(self, settings: GenerationSettings) -> SentSettings:
         raise NotImplementedError
@@ -187,7 +203,7 @@ class HttpModel:
     def complete(self, request: ModelRequest, sink: RawSink) -> ModelResult:
         sent = self._sent_settings(self.settings_for(request))
         sent = SentSettings(sent.temperature, sent.reasoning_effort, sent.max_output_tokens,
-                            sent.notes + self._notes(request))
+                            sent.notes + self._notes(request) + self._schema_notes(request))
         attempts: list[Attempt] = []
         wait_s = 0.0
         failure: Failure | None = None

@@ -148,6 +148,10 @@ class OpenAIChatModel(HttpModel):
             kwargs["temperature"] = sent.temperature
         if sent.reasoning_effort and sent.reasoning_effort != NOT_SUPPORTED:
             kwargs["reasoning_effort"] = sent.reasoning_effort
+        schema = self.wire_schema(request)
+        if schema is not None:
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": schema.name, "schema": schema.schema, "strict": True}}
         if self.provider_pin:
             kwargs["extra_body"] = {
                 "provider": {"order": list(self.provider_pin), "allow_fallbacks": False}

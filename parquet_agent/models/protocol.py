@@ -102,15 +102,31 @@ class GenerationSettings:
 
 
 @dataclass(frozen=True)
+class ResponseSchema:
+    """Ask for the reply as one JSON object matching `schema` (a JSON Schema object whose every
+    property is required and which allows no others: what OpenAI's strict mode accepts).
+
+    Each adapter asks in its provider's own way: OpenAI `response_format: json_schema`, Gemini
+    `responseJsonSchema`, Anthropic a forced call of a tool named `name` (the object is then the
+    tool call's arguments, not the text). A model entry with `structured_output = false` sends
+    none of these and says so in the attempt's notes; offline models ignore it."""
+
+    name: str
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class ModelRequest:
     """One logical model call. `label` names it in raw files and journals
-    (e.g. `Q001__flash__sql/turn-03`); `purpose` separates answer, judge and health costs."""
+    (e.g. `Q001__flash__sql/turn-03`); `purpose` separates answer, judge and health costs.
+    `response_schema`: the reply should be a JSON object of that shape (the judge)."""
 
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...] = ()
     settings: GenerationSettings = field(default_factory=GenerationSettings)
     purpose: Literal["answer", "judge", "health"] = "answer"
     label: str = "call"
+    response_schema: ResponseSchema | None = None
 
 
 # -- what comes back ----------------------------------------------------------------------

@@ -9,7 +9,9 @@ servers), `max_tokens_field`, `script` (provider `scripted`: a JSON file with a 
 replies), `price` (`"free"` for a local model, or a table of USD per 1M tokens: `input`,
 `output`, `cached_input`, `cache_write`, `reasoning`; wins over the bundled price table),
 `cache_prompts` (default true: ask for prompt caching where the provider needs it, Anthropic),
-`context_tokens` (the model's context window; a judge with one fits its evidence to it).
+`context_tokens` (the model's context window; a judge with one fits its evidence to it),
+`structured_output` (default true: a judge asks for its judgment as a JSON schema response
+format or a forced tool call; false for a server that rejects them).
 Unknown keys are a `ConfigError`, never ignored. The key itself is never part of a
 spec: only the name of the variable that holds it.
 """
@@ -57,6 +59,7 @@ class ModelSpec:
     price: Any = None  # "free" or {input, output, ...}: see prices.declared_price
     cache_prompts: bool = True
     context_tokens: int | None = None
+    structured_output: bool = True
 
 
 MODEL_KEYS = tuple(f.name for f in fields(ModelSpec))
@@ -136,6 +139,7 @@ def validate_model(spec: ModelSpec, where: str, *, judge: bool = False) -> Model
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
     check_type(join(w, "cache_prompts"), spec.cache_prompts, bool, "true or false")
+    check_type(join(w, "structured_output"), spec.structured_output, bool, "true or false")
     if spec.context_tokens is not None:
         check_type(join(w, "context_tokens"), spec.context_tokens, int, "an integer")
         if spec.context_tokens < 1024:
