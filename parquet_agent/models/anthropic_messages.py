@@ -116,6 +116,10 @@ class AnthropicMessagesModel(HttpModel):
         return ("\n\n".join(system) if system else None), out
 
     def _call(self, request: ModelRequest, sent: SentSettings):
+        return self.client.messages.create(**self.request_kwargs(request, sent))
+
+    def request_kwargs(self, request: ModelRequest, sent: SentSettings) -> dict[str, Any]:
+        """The SDK's `create` arguments for `request` (a batch sends them as `params`)."""
         system, messages = self.wire_messages(request)
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -139,7 +143,11 @@ class AnthropicMessagesModel(HttpModel):
             kwargs["output_config"] = {"effort": sent.reasoning_effort}
         if self.cache_prompts:
             _add_cache_breakpoints(kwargs)
-        return self.client.messages.create(**kwargs)
+        return kwargs
+
+    def parse_body(self, body: dict) -> CallOutcome:
+        """A reply body read from elsewhere than an SDK call (a batch's results)."""
+        return self._parse(anthropic.types.Message.model_validate(body), body)
 
     def _parse(self, resp, raw: dict) -> CallOutcome:
         usage = _usage(resp.usage)

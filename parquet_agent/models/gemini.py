@@ -112,6 +112,16 @@ class GeminiModel(HttpModel):
         return ("\n\n".join(system) if system else None), out
 
     def _call(self, request: ModelRequest, sent: SentSettings):
+        contents, config = self.request_parts(request, sent)
+        return self.client.models.generate_content(model=self.model, contents=contents,
+                                                   config=config)
+
+    def parse_reply(self, response, raw: dict) -> CallOutcome:
+        """A reply read from elsewhere than `generate_content` (a batch's inlined response)."""
+        return self._parse(response, raw)
+
+    def request_parts(self, request: ModelRequest, sent: SentSettings):
+        """(contents, GenerateContentConfig) for `request` (a batch inlines them)."""
         system, contents = self.wire_contents(request)
         config: dict[str, Any] = {"max_output_tokens": sent.max_output_tokens,
                                   "automatic_function_calling": {"disable": True}}
@@ -133,8 +143,7 @@ class GeminiModel(HttpModel):
             config["tool_config"] = {"function_calling_config": {
                 "mode": {"none": "NONE", "required": "ANY"}.get(request.settings.tool_choice,
                                                                 "AUTO")}}
-        return self.client.models.generate_content(
-            model=self.model, contents=contents, config=types.GenerateContentConfig(**config))
+        return contents, types.GenerateContentConfig(**config)
 
     def _parse(self, resp, raw: dict) -> CallOutcome:
         usage = _usage(resp.usage_metadata)

@@ -118,6 +118,11 @@ class HttpModel:
         self._sleep = sleep
         self._rng = random.Random(seed)
 
+    @property
+    def sdk_errors(self) -> tuple[type[BaseException], ...]:
+        """The SDK's own exception types (mapped to our errors at this seam)."""
+        return self._sdk_errors
+
     # -- for subclasses ------------------------------------------------------------------
 
     def _call(self, request: ModelRequest, sent: SentSettings):
@@ -200,10 +205,23 @@ class HttpModel:
             tool_choice=s.tool_choice,
         )
 
-    def complete(self, request: ModelRequest, sink: RawSink) -> ModelResult:
+    def sent_settings(self, request: ModelRequest) -> SentSettings:
+        """The settings `request` goes out with, and the notes every attempt of it records."""
         sent = self._sent_settings(self.settings_for(request))
-        sent = SentSettings(sent.temperature, sent.reasoning_effort, sent.max_output_tokens,
+        return SentSettings(sent.temperature, sent.reasoning_effort, sent.max_output_tokens,
                             sent.notes + self._notes(request) + self._schema_notes(request))
+
+    def cost_of(self, usage: Usage, actual_model: str | None, *,
+                gateway_usd: float | None = None, batch: bool = False) -> Cost:
+        """The cost of one reply: the entry's declared price, else the price table's (at the
+        provider's batch price for a request sent in a batch)."""
+        if self.price is not None:
+            return declared_cost(self.price, usage)
+        return self.prices.cost((actual_model, self.model), usage, gateway_usd=gateway_usd,
+                                batch=batch)
+
+    def complete(self, request: ModelRequest, sink: RawSink) -> ModelResult:
+        sent = self.sent_settings(request)
         attempts: list[Attempt] = []
         wait_s = 0.0
         failure: Failure | None = None
@@ -275,13 +293,9 @@ class HttpModel:
         if reply is None and usage.input_tokens is None:
             cost = Cost(None, "unknown", self.prices.version, None,
                         "no usage reported (failed attempt)")
-        elif self.price is not None:
-            cost = declared_cost(self.price, usage)
         else:
-            cost = self.prices.cost(
-                (actual_model, self.model), usage,
-                gateway_usd=outcome.gateway_usd if outcome else None,
-            )
+            cost = self.cost_of(usage, actual_model,
+                                gateway_usd=outcome.gateway_usd if outcome else None)
         if failure is None:
             outcome_kind = "ok"
         elif failure.retryable and number < self.retry.max_attempts:

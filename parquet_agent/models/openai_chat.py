@@ -127,6 +127,10 @@ class OpenAIChatModel(HttpModel):
         return out
 
     def _call(self, request: ModelRequest, sent: SentSettings):
+        return self.client.chat.completions.create(**self.request_kwargs(request, sent))
+
+    def request_kwargs(self, request: ModelRequest, sent: SentSettings) -> dict[str, Any]:
+        """The SDK's `create` arguments for `request` (a batch sends them as the body)."""
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": self.wire_messages(request),
@@ -156,7 +160,11 @@ class OpenAIChatModel(HttpModel):
             kwargs["extra_body"] = {
                 "provider": {"order": list(self.provider_pin), "allow_fallbacks": False}
             }
-        return self.client.chat.completions.create(**kwargs)
+        return kwargs
+
+    def parse_body(self, body: dict) -> CallOutcome:
+        """A reply body read from elsewhere than an SDK call (a batch's result file)."""
+        return self._parse(openai.types.chat.ChatCompletion.model_validate(body), body)
 
     def _parse(self, resp, raw: dict) -> CallOutcome:
         usage, usage_notes = _usage(resp.usage)

@@ -15,6 +15,10 @@ per-million rates): `declared_price(value)` reads it and `declared_cost(price, u
 with it, `source="declared"`; the table is then never consulted (a local server that echoes
 `gpt-4o-mini` back must not be billed as OpenAI).
 
+Batch: the table's `batch` section gives each vendor's batch price as a multiplier of its list
+rates, with source and date (`BatchPrice`); `cost(..., batch=True)` prices a request sent in a
+batch with it, said in the note. A vendor without one is priced at list, said in the note.
+
 Usage is normalised (protocol.Usage): input includes cache reads and writes, output includes
 reasoning. Cost = (input - cached - written)·input + cached·cached_input + written·cache_write
 + (output - reasoning)·output + reasoning·reasoning. A missing `cached_input`, `cache_write` or
@@ -28,7 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
@@ -54,10 +58,21 @@ class Price:
 
 
 @dataclass(frozen=True)
+class BatchPrice:
+    """A vendor's batch price: `multiplier` times every list rate."""
+
+    vendor: str
+    multiplier: float
+    source: str
+    retrieved: str
+
+
+@dataclass(frozen=True)
 class PriceTable:
     version: str
     retrieved: str
     prices: Mapping[str, Price]
+    batch: Mapping[str, BatchPrice] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path | None = None) -> "PriceTable":
@@ -81,7 +96,10 @@ class PriceTable:
             )
             for model, e in data["models"].items()
         }
-        return cls(version=data["version"], retrieved=data["retrieved"], prices=prices)
+        batch = {vendor: BatchPrice(vendor, float(e["multiplier"]), e["source"], e["retrieved"])
+                 for vendor, e in data.get("batch", {}).items()}
+        return cls(version=data["version"], retrieved=data["retrieved"], prices=prices,
+                   batch=batch)
 
     def lookup(self, model: str | None) -> Price | None:
         if not model:
@@ -104,12 +122,16 @@ class PriceTable:
         usage: Usage,
         *,
         gateway_usd: float | None = None,
+        batch: bool = False,
     ) -> Cost:
-        """Cost of one attempt. `models` are tried in order (actual model first, then requested)."""
+        """Cost of one attempt. `models` are tried in order (actual model first, then requested).
+        `batch`: the request went through the vendor's batch API."""
         price = next((p for p in (self.lookup(m) for m in models) if p is not None), None)
         computed, note = (None, None)
         if price is not None:
             computed, note = _compute(price, usage)
+            if batch and computed is not None:
+                computed, note = self._batch(price, computed, note)
         if gateway_usd is not None:
             if computed is not None and abs(computed - gateway_usd) > 0.01 * gateway_usd + 1e-6:
                 note = _join(
@@ -125,6 +147,16 @@ class PriceTable:
             log.warning("cost unknown: %s", why)
             return Cost(None, "unknown", self.version, None, why)
         return Cost(computed, "price_table", self.version, None, note)
+
+
+    def _batch(self, price: Price, computed: float, note: str | None) -> tuple[float, str]:
+        rate = self.batch.get(price.vendor)
+        if rate is None:
+            return computed, _join(note, f"no batch price for {price.vendor} in price table "
+                                   f"{self.version}: priced at list")
+        return computed * rate.multiplier, _join(note, (
+            f"batch price: {rate.multiplier:g} x list ({rate.source}, retrieved "
+            f"{rate.retrieved})"))
 
 
 def _compute(price: Price, usage: Usage) -> tuple[float | None, str | None]:

@@ -6,6 +6,7 @@
 See `server.py` for scripts and fault injection.
 """
 
+from parquet_agent.models.fakes.batches import FakeBatches
 from parquet_agent.models.fakes.anthropic_wire import AnthropicWire, anthropic_server
 from parquet_agent.models.fakes.gemini_wire import GeminiWire, gemini_server
 from parquet_agent.models.fakes.openai_wire import OpenAIWire, openai_server
@@ -30,6 +31,7 @@ __all__ = [
     "EMPTY",
     "MALFORMED",
     "AnthropicWire",
+    "FakeBatches",
     "FakeReply",
     "FakeServer",
     "FakeToolCall",

@@ -75,5 +75,6 @@ class AnthropicWire:
         return request.headers.get("authorization", "").removeprefix("Bearer ").strip()
 
 
-def anthropic_server(script, prompt_cache: PromptCache | None = None) -> FakeServer:
-    return FakeServer(AnthropicWire(prompt_cache), script)
+def anthropic_server(script, prompt_cache: PromptCache | None = None,
+                     batches=None) -> FakeServer:
+    return FakeServer(AnthropicWire(prompt_cache), script, batches)

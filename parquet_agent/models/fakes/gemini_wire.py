@@ -76,5 +76,5 @@ class GeminiWire:
         return parse_qs(urlsplit(request.path).query).get("key", [""])[0]
 
 
-def gemini_server(script) -> FakeServer:
-    return FakeServer(GeminiWire(), script)
+def gemini_server(script, batches=None) -> FakeServer:
+    return FakeServer(GeminiWire(), script, batches)

@@ -95,5 +95,5 @@ class OpenAIWire:
         return auth.removeprefix("Bearer ").strip()
 
 
-def openai_server(script) -> FakeServer:
-    return FakeServer(OpenAIWire(), script)
+def openai_server(script, batches=None) -> FakeServer:
+    return FakeServer(OpenAIWire(), script, batches)

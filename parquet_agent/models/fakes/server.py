@@ -118,8 +118,12 @@ class WireFormat(Protocol):
 
 
 class FakeServer:
-    def __init__(self, wire: WireFormat, script: list[Item] | Callable[[ReceivedRequest], Item]):
+    """`batches`: a `FakeBatches` that serves the wire format's batch routes (see batches.py)."""
+
+    def __init__(self, wire: WireFormat, script: list[Item] | Callable[[ReceivedRequest], Item],
+                 batches=None):
         self.wire = wire
+        self.batches = batches
         self._script = script if callable(script) else list(script)
         self._lock = threading.Lock()
         self.requests: list[ReceivedRequest] = []
@@ -190,13 +194,27 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:  # keep test output clean
         pass
 
+    def _batch_route(self, req: ReceivedRequest) -> bool:
+        if self.fake.batches is None:
+            return False
+        answer = self.fake.batches.route(self.fake.wire, req)
+        if answer is None:
+            return False
+        status, body, content_type = answer
+        self._send(status, body, content_type=content_type)
+        return True
+
     def do_GET(self) -> None:
         req = self._read()
+        if self._batch_route(req):
+            return
         status, body = self.fake.wire.render_get(req)
         self._send(status, json.dumps(body).encode())
 
     def do_POST(self) -> None:
         req = self._read()
+        if self._batch_route(req):
+            return
         wire = self.fake.wire
         if not wire.is_model_call(req.method, req.path):
             self._send(404, json.dumps(wire.render_error(404, f"no route {req.path}")).encode())
