@@ -110,9 +110,13 @@ def _numeric_match(candidate: str | None, reference: str) -> bool | None:
                for value in _figures(candidate) for target in targets)
 
 
-_NOT_FOUND = re.compile(r"\b(not (?:be )?(?:found|present|contain|available|answer)|no (?:such|"
-                        r"filing|record|information)|cannot (?:be )?(?:found|answer|determine)|"
-                        r"could not find|does not (?:contain|include|appear)|unable to)", re.I)
+_NOT_FOUND = re.compile(
+    r"\b(not (?:be )?(?:found|present|contain|available|answer|possible to (?:determine|provide|"
+    r"calculate|answer|say))|no (?:such|filing|record|information|explicit|specific|data)|"
+    r"cannot (?:be )?(?:found|answer|determine|provide|calculate)|can't (?:provide|determine|"
+    r"answer|find)|could not find|couldn't find|(?:does|do) not (?:contain|include|appear|provide|"
+    r"mention|specify|have)|(?:doesn't|don't) (?:contain|include|provide|mention|specify|have)|"
+    r"is not (?:provided|included|mentioned|specified)|unable to|sorry, but)", re.I)
 
 
 def says_not_found(text: str | None) -> bool:

@@ -69,6 +69,9 @@ def rubric_grade(inp: JudgeInput, checks: dict[str, Any]) -> tuple[str, float, s
         return (("correct", 100.0) if ok else ("incorrect", 0.0)) + (
             "the corpus cannot answer this and the answer " + ("says so" if ok else
                                                                "claims an answer"),)
+    if checks["numeric_match"] is True:  # the figure is there, whatever else it says
+        return "correct", 100.0, (f"a number in the answer matches the reference within "
+                                  f"{NUMERIC_TOLERANCE:.0%}")
     if checks["answer_says_not_found"]:
         return "abstained", 0.0, ("the answer says nothing was found but the question is "
                                   "answerable from the corpus")
