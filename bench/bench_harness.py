@@ -30,6 +30,7 @@ from parquet_agent.corpus.questions import load_questions  # noqa: E402
 from parquet_agent.experiment import Experiment  # noqa: E402
 from parquet_agent.experiment_config import ExperimentConfig  # noqa: E402
 from parquet_agent.models.fakes import FakeReply, FakeToolCall, openai_server  # noqa: E402
+from parquet_agent.transcript import RunFinished  # noqa: E402
 
 
 def script(request):
@@ -59,11 +60,11 @@ def run_grid(corpus: Path, n_questions: int, workers: int, url: str, out: Path) 
     run = Experiment(config, env={"BENCH_KEY": "sk-bench"}, progress=False).run()
     wall = time.perf_counter() - t0
     cases = run.cases_df()
-    finished = [e for e in run.run_events() if e.event == "run_finished"][-1].data
+    finished = [e.payload for e in run.run_events() if isinstance(e.payload, RunFinished)][-1]
     raw = sum(p.stat().st_size for p in (run.dir / "raw").rglob("*") if p.is_file())
     journals = sum(p.stat().st_size for p in (run.dir / "journal").iterdir() if p.is_file())
     assert set(cases["status"]) == {"complete"}, cases["status"].value_counts()
-    return {"cases": len(cases), "wall_s": wall, "peak_pss_mib": finished["peak_rss_bytes"] / 2**20,
+    return {"cases": len(cases), "wall_s": wall, "peak_pss_mib": finished.peak_rss_bytes / 2**20,
             "raw_bytes": raw, "journal_bytes": journals, "run_dir": str(run.dir)}
 
 

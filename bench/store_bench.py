@@ -20,7 +20,6 @@ import json
 import statistics
 import tempfile
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 from parquet_agent.experiment_config import ExperimentConfig
@@ -39,6 +38,7 @@ from parquet_agent.store import (
     ToolCallEvent,
     freeze,
 )
+from parquet_agent.tools.result import Timings
 from parquet_agent.tools.specs import ALL_TOOLS, tool_spec
 
 REAL = Path("/work/shared/realdata/financebench")
@@ -158,21 +158,21 @@ def main() -> None:
             messages = (SystemMessage(SYSTEM), UserMessage(row["question"]))
             r1 = model.complete(ModelRequest(messages, specs, label=f"{case}/turn-01"), sink)
             # a turn's attempts and the turn itself: one durable write
-            emit(j, [ModelAttempt(a.label, asdict(a)) for a in r1.attempts] + [
+            emit(j, [ModelAttempt(a.label, a) for a in r1.attempts] + [
                 ModelTurn(1, f"{case}/turn-01", r1.attempts[-1].request_path,
-                          r1.attempts[-1].response_path, asdict(r1.reply))])
+                          r1.attempts[-1].response_path, r1.reply)])
             call = r1.reply.tool_calls[0]
             output = {"source_id": call.arguments["file_stem"], "start": at,
                       "end": at + len(excerpt), "text": excerpt, "next_start": at + len(excerpt)}
             text = json.dumps(output, ensure_ascii=False)
             emit(j, ToolCallEvent(1, call.id, call.name, call.arguments, True, text,
-                                  timings={"queue_ms": 0.1, "run_ms": 20.0, "total_ms": 20.1}))
+                                  timings=Timings(queue_ms=0.1, run_ms=20.0, total_ms=20.1)))
             messages += (r1.reply.message, ToolMessage(call.id, call.name, text))
             r2 = model.complete(ModelRequest(messages, specs, label=f"{case}/turn-02"), sink)
             # a turn's attempts and the turn itself: one durable write
-            emit(j, [ModelAttempt(a.label, asdict(a)) for a in r2.attempts] + [
+            emit(j, [ModelAttempt(a.label, a) for a in r2.attempts] + [
                 ModelTurn(2, f"{case}/turn-02", r2.attempts[-1].request_path,
-                          r2.attempts[-1].response_path, asdict(r2.reply))])
+                          r2.attempts[-1].response_path, r2.reply)])
             evidence = "\n".join(e.get("evidence_text", "") for e in row.get("evidence", []))
             judge_in = (f"Question: {row['question']}\nCandidate answer: {r2.reply.text}\n"
                         f"Reference answer: {row['answer']}\nGold evidence: {evidence}\n"
@@ -180,7 +180,7 @@ def main() -> None:
             r3 = model.complete(ModelRequest((SystemMessage(JUDGE), UserMessage(judge_in)),
                                              purpose="judge", label=f"{case}/judge"), sink)
             scores = json.loads(r3.reply.text)
-            emit(j, [JudgeAttempt(a.label, asdict(a)) for a in r3.attempts] + [
+            emit(j, [JudgeAttempt(a.label, a) for a in r3.attempts] + [
                 Judgment("judge", scores["correctness"], scores["citation_support"],
                          scores["rationale"], True, request_path=r3.attempts[-1].request_path,
                          response_path=r3.attempts[-1].response_path)])

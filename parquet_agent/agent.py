@@ -25,7 +25,7 @@ no inference call that already succeeded is paid for twice.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from parquet_agent.corpus.questions import Question
@@ -45,10 +45,16 @@ from parquet_agent.models.protocol import (
     UserMessage,
     total_cost,
 )
-from parquet_agent.store.journal import Journal, ModelAttempt, ModelTurn, ToolCallEvent
-from parquet_agent.store.records import reply_from_dict
-from parquet_agent.store.run import CaseReplay
 from parquet_agent.tools.result import ToolResult, error_result
+from parquet_agent.transcript import (
+    CaseReplay,
+    JournalWriter,
+    ModelAttempt,
+    ModelTurn,
+    ToolCallEvent,
+    ToolCounts,
+    tally,
+)
 
 PROMPT_VERSION = "agent-v1"
 NO_TOOLS = "none"  # the closed-book strategy
@@ -123,25 +129,6 @@ class NoTools:
 
 
 @dataclass(frozen=True)
-class ToolCounts:
-    """The tool-count fields of DESIGN.md, named as written there."""
-
-    requested_by_model: int = 0
-    processed: int = 0
-    budgeted_attempts: int = 0
-    dispatched: int = 0
-    cache_hits: int = 0
-    source_worker_runs: int = 0
-    errors: int = 0
-    budget_rejected: int = 0
-    model_rounds: int = 0
-    api_attempt_count: int = 0  # answer attempts here; the runner adds the judge's
-
-    def to_dict(self) -> dict[str, int]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
 class AgentOutcome:
     status: str  # complete | incomplete | failed
     answer: str | None
@@ -178,7 +165,7 @@ class Agent:
         *,
         case_id: str,
         sink: RawSink,
-        journal: Journal | None = None,
+        journal: JournalWriter | None = None,
         replay: CaseReplay | None = None,
     ) -> AgentOutcome:
         return _CaseLoop(self, question, case_id, sink, journal, replay).run()
@@ -188,13 +175,14 @@ class _CaseLoop:
     """The state of one case while it runs (one thread, one case)."""
 
     def __init__(self, agent: Agent, question: Question, case_id: str, sink: RawSink,
-                 journal: Journal | None, replay: CaseReplay | None):
+                 journal: JournalWriter | None, replay: CaseReplay | None):
         self.agent, self.case_id, self.sink, self.journal = agent, case_id, sink, journal
         self.saved_turns = {t.turn: t for t in replay.turns} if replay else {}
         self.saved_tools = dict(replay.tool_results) if replay else {}
         self.messages: list[Message] = [SystemMessage(agent.prompt), UserMessage(question.question)]
         self.specs = tuple(agent.tools.specs())
-        self.counts: dict[str, int] = ToolCounts().to_dict()
+        self.turns: list[ModelTurn] = []  # successful turns of the conversation (replayed too)
+        self.attempt_count = 0  # attempts made in this session (answer model only)
         self.evidence: list[ToolCallEvent] = []
         self.tokens = {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0,
                        "reasoning_tokens": 0, "cache_write_tokens": 0}
@@ -215,7 +203,7 @@ class _CaseLoop:
                 capped = self._cap_reached()
                 if capped:
                     return self._outcome("incomplete", None, capped, forced=False)
-                if self.counts["budgeted_attempts"] >= limits.max_tool_calls and all(
+                if self._budget_used() >= limits.max_tool_calls and all(
                     e.error_kind == "budget" for e in self.evidence[-len(reply.tool_calls):]
                 ):
                     break  # the model keeps calling tools with the budget spent
@@ -278,10 +266,9 @@ class _CaseLoop:
         self.turn += 1
         saved = self.saved_turns.get(self.turn)
         if saved is not None:  # resume: the same request was answered before; reuse it
-            reply = reply_from_dict(saved.reply)
-            self._count_reply(reply, saved.reply.get("_cost_usd"))
-            self.messages.append(reply.message)
-            return reply
+            self._count_reply(saved)
+            self.messages.append(saved.reply.message)
+            return saved.reply
         settings = self.agent.settings
         if final:
             settings = replace(settings, tool_choice="none")
@@ -290,7 +277,7 @@ class _CaseLoop:
         try:
             result = self.agent.model.complete(request, self.sink)
         except ModelCallError as exc:
-            self._record_attempts(label, exc.attempts)
+            self._record_attempts(label, exc.attempts, final)
             self._add_cost(total_cost(exc.attempts))
             raise
         ok = result.attempts[-1] if result.attempts else None
@@ -298,30 +285,30 @@ class _CaseLoop:
         reply = result.reply
         turn = ModelTurn(
             turn=self.turn, label=label, request_path=ok.request_path if ok else None,
-            response_path=ok.response_path if ok else None,
-            reply=asdict(reply) | {"_cost_usd": cost}, attempt_count=len(result.attempts),
-            final=final)
-        self._record_attempts(label, result.attempts, turn)  # one durable write per turn
-        self._count_reply(reply, cost)
+            response_path=ok.response_path if ok else None, reply=reply,
+            attempt_count=len(result.attempts), final=final, cost_usd=cost)
+        self._record_attempts(label, result.attempts, final, turn)  # one durable write per turn
+        self._count_reply(turn)
         self.messages.append(reply.message)
         return reply
 
-    def _record_attempts(self, label: str, attempts: tuple, turn: ModelTurn | None = None) -> None:
+    def _record_attempts(self, label: str, attempts: tuple, final: bool,
+                         turn: ModelTurn | None = None) -> None:
         """Journal the attempts (and the turn they produced) with one fdatasync."""
-        self.counts["api_attempt_count"] += len(attempts)
+        self.attempt_count += len(attempts)
         if self.journal is not None:
-            events = [ModelAttempt(label=label, attempt=asdict(a)) for a in attempts]
+            role = "final_answer" if final else "answer"
+            events = [ModelAttempt(label=label, attempt=a, role=role) for a in attempts]
             self.journal.append_many(events + ([turn] if turn is not None else []))
 
-    def _count_reply(self, reply: Reply, cost_usd: float | None) -> None:
-        """Count a successful turn; `cost_usd` covers all its attempts, retries included."""
-        self.counts["model_rounds"] += 1
-        self.counts["requested_by_model"] += len(reply.tool_calls)
-        usage = reply.usage
+    def _count_reply(self, turn: ModelTurn) -> None:
+        """Count a successful turn; its cost covers all its attempts, retries included."""
+        self.turns.append(turn)
+        usage = turn.reply.usage
         for key in self.tokens:
             self.tokens[key] += getattr(usage, key) or 0
         self.last_input_tokens = usage.input_tokens
-        self._add_cost(cost_usd)
+        self._add_cost(turn.cost_usd)
 
     def _add_cost(self, usd: float | None) -> None:
         if usd is None:
@@ -334,19 +321,20 @@ class _CaseLoop:
     def _run_tools(self, calls: tuple[ToolCall, ...]) -> None:
         for call in calls:
             event = self.saved_tools.get((self.turn, call.id)) or self._execute(call)
-            self._count_tool(event)
             self.evidence.append(event)
             self.messages.append(ToolMessage(call.id, call.name, event.model_text))
 
+    def _budget_used(self) -> int:
+        return sum(bool(e.budgeted) for e in self.evidence)
+
     def _execute(self, call: ToolCall) -> ToolCallEvent:
         budget = self.agent.limits.max_tool_calls
-        if self.counts["budgeted_attempts"] >= budget:
+        if self._budget_used() >= budget:
             result = error_result(
                 call.name, call.arguments, "budget",
                 f"tool budget of {budget} calls is spent; answer from what you have found")
             budgeted = dispatched = False
         else:
-            self.counts["budgeted_attempts"] += 1
             budgeted = dispatched = True
             if call.arguments_error:  # argument text that does not parse: an error value
                 result = error_result(call.name, call.raw_arguments, "validation",
@@ -364,27 +352,11 @@ class _CaseLoop:
             error_kind=result.error.kind if result.error else None,
             error_message=result.error.message if result.error else None,
             budgeted=budgeted, dispatched=dispatched, cache_hit=result.cache_hit,
-            timings=asdict(result.timings), worker_id=result.worker_id,
+            timings=result.timings, worker_id=result.worker_id,
             peak_rss_bytes=result.peak_rss_bytes, skip_index=result.skip_index)
         if self.journal is not None:
             self.journal.append(event)
         return event
-
-    def _count_tool(self, event: ToolCallEvent) -> None:
-        c = self.counts
-        c["processed"] += 1
-        if event.budgeted and (event.turn, event.call_id) in self.saved_tools:
-            c["budgeted_attempts"] += 1  # replayed: counted now, as when it first ran
-        if event.dispatched:
-            c["dispatched"] += 1
-            if event.cache_hit:
-                c["cache_hits"] += 1
-            else:
-                c["source_worker_runs"] += 1
-        if not event.ok:
-            c["errors"] += 1
-            if event.error_kind == "budget":
-                c["budget_rejected"] += 1
 
     # -- the outcome ----------------------------------------------------------------------------
 
@@ -392,7 +364,8 @@ class _CaseLoop:
                  error: str | None = None, retryable: bool = False) -> AgentOutcome:
         return AgentOutcome(
             status=status, answer=answer, reason=reason, forced_final=forced,
-            counts=ToolCounts(**self.counts), messages=tuple(self.messages),
+            counts=tally(self.turns, self.evidence, self.attempt_count),
+            messages=tuple(self.messages),
             evidence=tuple(self.evidence), usage=dict(self.tokens), cost_usd=self.cost,
             error=error, retryable=retryable)
 

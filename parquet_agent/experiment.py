@@ -84,7 +84,6 @@ from parquet_agent.store import (
     RunStore,
     freeze,
 )
-from parquet_agent.store.journal import ATTEMPT_EVENTS
 from parquet_agent.tools import Tools
 
 
@@ -204,7 +203,7 @@ class Experiment:
                  reader: Tools, scopes: dict[str, list[str]] | None, engine: CaseEngine,
                  how: _Session) -> Run:
         started = time.perf_counter()
-        session = sum(1 for e in run.run_events() if e.event == "run_started")
+        session = sum(isinstance(e.payload, RunStarted) for e in run.run_events())
         run_journal = run.run_journal()
         run_journal.append(RunStarted(session=session, pid=os.getpid(), resume=session > 0,
                                       engine=engine.describe(),
@@ -265,7 +264,7 @@ class Experiment:
             except ModelCallError as exc:
                 attempts, failure = exc.attempts, exc
             for attempt in attempts:
-                journal.append(ModelAttempt(label=label, attempt=asdict(attempt)))
+                journal.append(ModelAttempt(label=label, attempt=attempt, role="health"))
             if failure is not None:
                 spec = specs[name]
                 where = spec.base_url or f"the {spec.provider} default endpoint"
@@ -383,8 +382,8 @@ def _run_case(run: Any, plan: CasePlan, agent: Agent, judge: Judge, reader: Tool
         if outcome.answer is not None:
             judge_cost = _judge_case(run, journal, judge, reader, questions, question_id, cid,
                                      outcome, replay.judgment)
-        attempts = sum(1 for e in run.case_events(cid, resolve=False)  # names are enough
-                       if e.event in ATTEMPT_EVENTS)
+        attempts = sum(isinstance(e.payload, ModelAttempt)  # judge attempts too
+                       for e in run.case_events(cid, resolve=False))
         counts = outcome.counts.to_dict() | {"api_attempt_count": attempts}
         journal.append(CaseFinished(
             status=outcome.status, reason=outcome.reason, answer=outcome.answer,
@@ -414,7 +413,7 @@ def _judge_case(run: Run, journal, judge: Judge, reader: Tools, questions: Quest
         answerable=reference.answerable)
     verdict = judge.judge(inp, sink=run.raw, label=f"{cid}/judge")
     journal.append_many([
-        *(JudgeAttempt(label=a.label, attempt=asdict(a)) for a in verdict.attempts),
+        *(JudgeAttempt(label=a.label, attempt=a) for a in verdict.attempts),
         Judgment(
         judge=judge.model.name, correctness=verdict.correctness,
         citation_support=verdict.citation_support, rationale=verdict.rationale,

@@ -97,8 +97,8 @@ def _execute(command: list[str], start, estimates=None) -> int:
     if estimates is not None:
         from parquet_agent.estimate import check_text
 
-        figures = run.run_figures()
-        print(check_text(estimates, figures["cost_usd"], figures["cost_unknown_attempts"]))
+        spent = run.fold().activity()  # health checks included
+        print(check_text(estimates, spent["cost_usd_known"], spent["cost_unknown_attempts"]))
     return _print_failures(run, command)
 
 

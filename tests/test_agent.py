@@ -73,8 +73,9 @@ def test_tool_round_trip_answers_and_journals_every_step(corpus, tools, run):
     assert events == ["model_attempt", "model_turn", "tool_call", "model_attempt", "model_turn",
                       "tool_call", "model_attempt", "model_turn"]
     # Every request is on disk, exactly as built.
-    turn = run.case_events(cid)[-1].payload()
-    assert json.loads(run.read_raw(turn.request_path))["request"]["label"] == f"{cid}/turn-03"
+    turn = run.case_events(cid)[-1].payload
+    assert turn.turn == 3 and not turn.final
+    assert json.loads(run.read_raw(turn.request_path))["request"]["label"] == turn.label
 
 
 def test_budget_rejections_then_one_forced_final_request(corpus, tools, run):
@@ -169,3 +170,27 @@ def test_token_cap_stops_the_case_without_another_request(corpus, tools, run):
         _question(corpus), case_id="Q001__s__sql+stream", sink=run.raw)
     assert outcome.status == "incomplete" and "token cap" in outcome.reason
     assert len(model.requests) == 1 and outcome.answer is None
+
+
+def test_each_attempt_records_its_role_and_the_journal_tallies_as_the_agent(corpus, tools, run):
+    from parquet_agent.store.fold import fold_case
+    from parquet_agent.transcript import ModelAttempt
+
+    model = ScriptedModel([ToolCall("a", "describe_corpus", {}),
+                           ToolCall("b", "sql", {"query": "SELECT 2"}), "Not found."])
+    cid = "Q001__s__sql+stream"
+    outcome = Agent(model, tools, limits=AgentLimits(max_tool_calls=1)).run(
+        _question(corpus), case_id=cid, sink=run.raw, journal=run.journal(cid))
+    events = run.case_events(cid)
+    roles = [(e.payload.label, e.payload.role) for e in events
+             if isinstance(e.payload, ModelAttempt)]
+    assert [r for _, r in roles] == ["answer", "answer", "final_answer"]
+    view = fold_case(cid, events)
+    # the final-answer request is found from the records, never from a raw name
+    final = [e.payload.attempt for e in events
+             if isinstance(e.payload, ModelAttempt) and e.payload.role == "final_answer"]
+    assert view.forced_final and view.final_turn.request_path == final[-1].request_path
+    assert view.final_turn.label == roles[-1][0]
+    # the fold of an unfinished journal counts exactly as the agent did
+    assert view.tool_counts_source.startswith("recomputed")
+    assert view.tool_counts == outcome.counts.to_dict()

@@ -20,7 +20,14 @@ from parquet_agent.experiment import Experiment
 from parquet_agent.experiment_commands import demo_config
 from parquet_agent.experiment_config import ExperimentConfig
 from parquet_agent.models.fakes import FakeReply, FakeToolCall, openai_server
-from parquet_agent.store import RunStore, read_raw
+from parquet_agent.store import (
+    CorpusDrift,
+    ModelTurn,
+    RunFinished,
+    RunStore,
+    ToolCallEvent,
+    read_raw,
+)
 from tests.harness_corpus import CANARY, make_harness_corpus
 
 REPO = Path(__file__).resolve().parents[1]
@@ -105,7 +112,11 @@ def test_resume_after_completion_makes_no_inference_call(corpus, tmp_path):
         again = Experiment.from_toml(config, env=env, progress=False).run(
             tmp_path / "runs" / "r", resume=True)
         assert len(server.model_calls()) == first  # not even a health check
-        assert again.cases_df()["cost_usd"].sum() == pytest.approx(6 * 0.0005)
+        # the tool-call turns report no cost: each case's cost_usd is unknown (NaN, as in
+        # cases-index), its known part is the answer turn's
+        cases = again.cases_df()
+        assert cases["cost_usd"].isna().all() and (cases["cost_unknown_attempts"] == 1).all()
+        assert cases["cost_usd_known"].sum() == pytest.approx(6 * 0.0005)
 
 
 def test_resume_refuses_a_changed_config_naming_the_change(corpus, tmp_path):
@@ -136,9 +147,9 @@ def test_a_corpus_file_changed_during_the_run_stops_it(tmp_path):
 
     with pytest.raises(SnapshotChangedError, match="2025-02.parquet"):
         Rewritten(config, progress=False).run(tmp_path / "runs" / "r")
-    finished = [e.data for e in RunStore(tmp_path / "runs").open("r").run_events()
-                if e.event == "run_finished"]
-    assert finished[-1]["status"] == "error"  # recorded, not lost
+    finished = [e.payload for e in RunStore(tmp_path / "runs").open("r").run_events()
+                if isinstance(e.payload, RunFinished)]
+    assert finished[-1].status == "error"  # recorded, not lost
     index = json.loads((tmp_path / "runs" / "r" / "cases-index.json").read_text())
     assert {row["status"] for row in index["cases"]} == {"incomplete"}  # exported as they are
     with pytest.raises(StaleIndexError, match="rebuild it"):  # no new run on the stale index
@@ -159,8 +170,8 @@ def test_a_new_corpus_file_is_excluded_and_recorded(tmp_path):
             shutil.copy(corpus / "2025-01.parquet", corpus / "2025-03.parquet")
 
     run = Late(config, progress=False).run()
-    drift = [e.data for e in run.run_events() if e.event == "corpus_drift"]
-    assert drift == [{"excluded_new_files": ["2025-03.parquet"]}]
+    drift = [e.payload for e in run.run_events() if isinstance(e.payload, CorpusDrift)]
+    assert drift == [CorpusDrift(excluded_new_files=["2025-03.parquet"])]
     assert [f["name"] for f in run.manifest["corpus_snapshot"]["files"]] == [
         "2025-01.parquet", "2025-02.parquet"]
 
@@ -200,8 +211,9 @@ def test_kill_9_at_any_point_then_resume_finishes_without_paying_twice(corpus, t
     run = RunStore(run_dir.parent).open(run_dir)
     cases = run.cases_df()
     assert len(cases) == 6 and set(cases["status"]) == {"complete"}
-    turns = [e for cid in run.case_ids() for e in run.case_events(cid) if e.event == "model_turn"]
-    labels = [t.data["label"] for t in turns]
+    turns = [e.payload for cid in run.case_ids() for e in run.case_events(cid)
+             if isinstance(e.payload, ModelTurn)]
+    labels = [t.label for t in turns]
     assert len(labels) == len(set(labels)) == 12  # each turn journaled exactly once
     calls = len(server.model_calls())
     # health checks + journaled turns + at most one redone in-flight turn per kill
@@ -239,7 +251,7 @@ def test_closed_book_strategy_offers_no_tools_and_answers_in_one_round(corpus, t
     run = Experiment(config, progress=False).run()
     cases = run.cases_df()
     assert sorted(cases["case_id"]) == [f"Q00{i}__s__none" for i in (1, 2, 3)]
-    assert (cases["model_rounds"] == 1).all() and (cases["tool_calls"] == 0).all()
+    assert (cases["model_rounds"] == 1).all() and (cases["processed"] == 0).all()
     first = json.loads(read_raw(run.dir, run.attempts_df()
                                 .query("purpose == 'answer'")["request_path"].iloc[0]))
     assert first["request"]["tools"] == [] and "no tools" in json.dumps(first)
@@ -262,8 +274,8 @@ def test_scope_limits_each_question_to_its_filings(corpus, tmp_path):
         "models": [{"name": "s", "provider": "scripted", "script": str(script)}],
         "judge": {"provider": "rubric"}, "limits": {"case_workers": 1}})
     run = Experiment(config, progress=False).run()
-    texts = [e.payload().model_text for cid in run.case_ids() for e in run.case_events(cid)
-             if e.event == "tool_call"]
+    texts = [e.payload.model_text for cid in run.case_ids() for e in run.case_events(cid)
+             if isinstance(e.payload, ToolCallEvent)]
     assert len(texts) == 3 and all('"rows":[[1]]' in t for t in texts)
     assert run.manifest["prompt_hashes"]["scope"].startswith("sha256:")
     scope_file.write_text(json.dumps({"schema_version": 1, "scopes": {"Q001": scope["Q001"]}}))

@@ -35,7 +35,7 @@ from typing import Any
 from parquet_agent.engine.ray_node import NodeWorker
 from parquet_agent.engine.ray_store import DriverStore, Mailbox, summarise_ms
 from parquet_agent.errors import EngineError
-from parquet_agent.store.journal import CaseFailed
+from parquet_agent.transcript import CaseFailed
 
 START_TIMEOUT_S = 300.0  # a node hashes its whole corpus before it says it is ready
 PROBE_TIMEOUT_S = 60.0

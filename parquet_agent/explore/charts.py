@@ -137,8 +137,8 @@ def scores(runs: Any) -> go.Figure:
     fig = go.Figure()
     for col, low, high, name in (("correctness", "correctness_low", "correctness_high",
                                   "correctness"),
-                                 ("citation_support", "citation_low", "citation_high",
-                                  "citation support")):
+                                 ("citation_support", "citation_support_low",
+                                  "citation_support_high", "citation support")):
         if s.empty:
             break
         mean = pd.to_numeric(s[col], errors="coerce")
@@ -154,31 +154,32 @@ def scores(runs: Any) -> go.Figure:
 
 
 def cost_vs_correctness(runs: Any) -> go.Figure:
-    """One point per model x strategy: known cost per case (USD) against mean correctness with
-    its interval. Cells with attempts of unknown cost say so in the hover and the title."""
+    """One point per model x strategy: known cost per case (USD; summary.json's
+    `cost_usd_known` over the cell's cases) against mean correctness with its interval. Cases
+    with an attempt of unknown cost are left out of the cost, and the hover and title say so."""
     s = _summaries(_runs(runs))
     fig = go.Figure()
     unknown, unpriced, known = 0, [], []
     for row in s.itertuples():
-        cost = row.cost_usd / row.cases if row.cases else float("nan")
-        if row.cost_unknown_attempts and row.cost_unknown_attempts >= row.api_attempts:
+        cost = row.cost_usd_known / row.cases if row.cases else float("nan")
+        if row.cases and row.cases_with_unknown_cost >= row.cases and not row.cost_usd_known:
             cost = float("nan")  # nothing about its cost is known: no point at 0
             unpriced.append(row.cell)
         elif cost == cost:
             known.append(cost)
         mean = pd.Series([row.correctness], dtype=float)
-        unknown += int(row.cost_unknown_attempts)
+        unknown += int(row.cases_with_unknown_cost)
         fig.add_scatter(
             x=[cost], y=mean, mode="markers", name=row.cell, marker=dict(size=12),
             error_y=_err(mean, pd.Series([row.correctness_low], dtype=float),
                          pd.Series([row.correctness_high], dtype=float)),
-            customdata=[[row.cost_usd, row.cases, row.cost_unknown_attempts]],
+            customdata=[[row.cost_usd_known, row.cases, row.cases_with_unknown_cost]],
             hovertemplate=f"{row.cell}<br>USD per case %{{x:.5f}} (total %{{customdata[0]:.4f}} "
-                          "over %{customdata[1]} cases)<br>correctness %{y:.1f}<br>attempts "
+                          "over %{customdata[1]} cases)<br>correctness %{y:.1f}<br>cases "
                           "of unknown cost: %{customdata[2]}<extra></extra>")
     title = "Cost against correctness"
     if unknown:
-        title += f" ({unknown} attempts of unknown cost not included)"
+        title += f" ({unknown} cases of unknown cost not included)"
     if unpriced:
         title += f"; cost unknown for {', '.join(unpriced)}"
     xaxis: dict[str, Any] = {"title": "known cost per case (USD)"}

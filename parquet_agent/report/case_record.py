@@ -23,30 +23,40 @@ journal or pack order, no clock reads.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from parquet_agent.errors import ExportError, RunError
-from parquet_agent.models.protocol import UNVERIFIED
-from parquet_agent.report.rawview import (
+from parquet_agent.transcript.rawview import (
     RawFile,
+    RequestName,
     first_user_text,
     judge_input,
     parse_record,
+    request_name,
     sent_tool_results,
     wire_body,
 )
 from parquet_agent.store.blobs import RawStore
-from parquet_agent.store.journal import ATTEMPT_EVENTS, Event
+from parquet_agent.store.fold import (
+    RUN_JOURNAL,
+    CaseView,
+    RunFold,
+    configured_models,
+    fold_case,
+    make_fold,
+)
 from parquet_agent.store.run import Run
+from parquet_agent.transcript import (
+    TOOL_COUNT_FIELDS,
+    CaseStarted,
+    Event,
+    ToolCallEvent,
+    plain,
+)
 
 SCHEMA_VERSION = 1
-TOOL_COUNT_FIELDS = ("requested_by_model", "processed", "budgeted_attempts", "dispatched",
-                     "cache_hits", "source_worker_runs", "errors", "budget_rejected",
-                     "model_rounds", "api_attempt_count")
-_ANSWER_REQUEST = re.compile(r"/turn-(\d+)\.attempt-(\d+)\.request\.json(?:~\d+)?$")
 
 
 RUN_MANIFEST_KEYS = ("run_id", "config", "question_ids", "manifest_hash")
@@ -100,8 +110,8 @@ class RunSource:
             parts = path.split("/")
             if len(parts) >= 3:
                 names.setdefault(parts[1], []).append(path)
-        models = {m.get("name"): m for m in (manifest.get("config") or {}).get("models", [])}
-        return cls(run, raw, {k: tuple(v) for k, v in names.items()}, models, frozenset(every))
+        return cls(run, raw, {k: tuple(v) for k, v in names.items()},
+                   configured_models(manifest), frozenset(every))
 
     def case_ids(self) -> list[str]:
         """Every case: the planned grid first (in grid order), then any other journal."""
@@ -119,9 +129,19 @@ class RunSource:
                 try:
                     resolved.append(self.run.resolve(event))
                 except RunError:
-                    self.unreadable.add(event.data.get("offloaded"))
+                    self.unreadable.add(event.payload.offloaded)
                     resolved.append(event)
             return tuple(resolved)
+
+    def fold_case(self, case_id: str) -> CaseView:
+        return fold_case(case_id, self.events(case_id), self.models)
+
+    def fold(self, cases: tuple[CaseView, ...] | None = None) -> RunFold:
+        """Every case of the run folded (or `cases`, folded already), and the run journal's
+        figures."""
+        if cases is None:
+            cases = tuple(self.fold_case(c) for c in self.case_ids())
+        return make_fold(self.run.run_id, cases, self.events(RUN_JOURNAL))
 
     def read(self, path: str | None) -> RawFile | None:
         """A raw file, or None when the path is unset, the bytes were never written, or they
@@ -145,11 +165,6 @@ class RunSource:
         return None
 
 
-def _split_case_id(case_id: str) -> tuple[str | None, str | None, str | None]:
-    parts = case_id.split("__")
-    return (parts[0], parts[1], parts[2]) if len(parts) == 3 else (None, None, None)
-
-
 def _offsets(output: Any) -> list[dict[str, Any]]:
     """Character ranges a tool output reports (read_filing text or windows)."""
     if not isinstance(output, dict):
@@ -169,66 +184,36 @@ def _compact_json(value: Any) -> str:
 
 
 def _tool_call(event: Event) -> dict[str, Any]:
-    d = event.data
-    args = d.get("arguments") or {}
+    t: ToolCallEvent = event.payload
+    args = t.arguments or {}
     # The text sent back for an ok call is the compact JSON of its output (tools.ToolResult.
     # model_text); keeping both would double the largest part of a record, so the text is
     # kept only when it is something else. The exact text is also in the next request.
-    text = d.get("model_text")
-    from_output = bool(d.get("ok")) and text is not None and text == _compact_json(d.get("output"))
+    text = t.model_text
+    from_output = bool(t.ok) and text is not None and text == _compact_json(t.output)
     return {
-        "turn": d.get("turn"), "call_id": d.get("call_id"), "name": d.get("name"),
-        "arguments": args,
-        "sql": args.get("query") if d.get("name") == "sql" and isinstance(args, dict) else None,
+        "turn": t.turn, "call_id": t.call_id, "name": t.name, "arguments": args,
+        "sql": args.get("query") if t.name == "sql" and isinstance(args, dict) else None,
         "file_stem": args.get("file_stem") if isinstance(args, dict) else None,
-        "ok": d.get("ok"), "error_kind": d.get("error_kind"),
-        "error_message": d.get("error_message"),
-        "budgeted": d.get("budgeted"), "dispatched": d.get("dispatched"),
-        "cache_hit": bool(d.get("cache_hit")), "timings": d.get("timings") or {},
-        "worker_id": d.get("worker_id"), "peak_rss_bytes": d.get("peak_rss_bytes"),
-        "skip_index": d.get("skip_index"), "offsets": _offsets(d.get("output")), "output": d.get("output"),
+        "ok": t.ok, "error_kind": t.error_kind, "error_message": t.error_message,
+        "budgeted": t.budgeted, "dispatched": t.dispatched, "cache_hit": bool(t.cache_hit),
+        "timings": plain(t.timings) if t.timings else {},
+        "worker_id": t.worker_id, "peak_rss_bytes": t.peak_rss_bytes,
+        "skip_index": t.skip_index, "offsets": _offsets(t.output), "output": t.output,
         "model_text": None if from_output else text, "model_text_is_output_json": from_output,
         "at": event.at,
     }
 
 
 def _attempt(event: Event, source: RunSource) -> dict[str, Any]:
-    a = dict(event.data.get("attempt") or {})
-    a.setdefault("purpose", "judge" if event.event == "judge_attempt" else "answer")
+    a = plain(event.payload.attempt)
     a["event"] = event.event
     a["request_in_store"] = source.has(a.get("request_path"))
     a["response_in_store"] = source.has(a.get("response_path"))
     return a
 
 
-def _counts_from_events(tool_events: list[dict], rounds: int, attempts: int) -> dict[str, int]:
-    """The contract tool counts, recomputed from the journal the way the agent counts them."""
-    c = dict.fromkeys(TOOL_COUNT_FIELDS, 0)
-    for t in tool_events:
-        c["processed"] += 1
-        c["budgeted_attempts"] += bool(t["budgeted"])
-        if t["dispatched"]:
-            c["dispatched"] += 1
-            c["cache_hits" if t["cache_hit"] else "source_worker_runs"] += 1
-        if not t["ok"]:
-            c["errors"] += 1
-            c["budget_rejected"] += t["error_kind"] == "budget"
-    c["model_rounds"] = rounds
-    c["api_attempt_count"] = attempts
-    return c
-
-
-def _sum(values: list[float | None]) -> float | None:
-    """Sum where unknown stays unknown: one None makes the total None (never counted as 0)."""
-    total = 0.0
-    for v in values:
-        if v is None:
-            return None
-        total += float(v)
-    return round(total, 10)
-
-
-def _missing_requests(attempts: list[dict], turns: list[dict], names: tuple[str, ...],
+def _missing_requests(attempts: list[dict], view: CaseView, names: tuple[str, ...],
                       source: RunSource) -> list[dict[str, Any]]:
     """Raw requests the journal or the numbering says exist but the raw store lacks."""
     missing: list[dict[str, Any]] = []
@@ -239,16 +224,14 @@ def _missing_requests(attempts: list[dict], turns: list[dict], names: tuple[str,
                             "why": "attempt recorded in the journal, its request is not in the "
                                    "raw store" if a.get("request_path") else
                                    "attempt recorded in the journal without a request path"})
-    for t in turns:
-        if t["request_path"] and not source.has(t["request_path"]):
-            missing.append({"label": t["label"], "attempt": None, "purpose": "answer",
-                            "expected_path": t["request_path"],
+    for t in view.turns:
+        if t.request_path and not source.has(t.request_path):
+            missing.append({"label": t.label, "attempt": None, "purpose": "answer",
+                            "expected_path": t.request_path,
                             "why": "successful turn recorded, its request is not in the raw store"})
     numbers: dict[int, set[int]] = {}
-    for name in names:
-        m = _ANSWER_REQUEST.search(name)
-        if m:
-            numbers.setdefault(int(m.group(1)), set()).add(int(m.group(2)))
+    for request in _answer_requests(names):
+        numbers.setdefault(request.turn, set()).add(request.number)
     for turn, seen in sorted(numbers.items()):
         for n in range(1, max(seen)):
             if n not in seen:
@@ -259,182 +242,129 @@ def _missing_requests(attempts: list[dict], turns: list[dict], names: tuple[str,
     return missing
 
 
-def _reference(started: dict[str, Any], judge_in: dict[str, Any] | None) -> dict[str, Any]:
+def _answer_requests(names: tuple[str, ...]) -> list[RequestName]:
+    """Answer requests in the raw store, in write order (journaled or not: see rawview)."""
+    found = [request_name(n) for n in names]
+    return [r for r in found if r is not None and r.turn is not None]
+
+
+def _reference(started: CaseStarted | None, judge_in: dict[str, Any] | None) -> dict[str, Any]:
     """The reference side, from `case_started` (newer runs) or the judge request (older)."""
-    if isinstance(started.get("reference_answer"), str):
-        return {"reference_answer": started["reference_answer"],
-                "gold_evidence": started.get("gold_evidence"), "reference_source": "case_started"}
+    if started is not None and isinstance(started.reference_answer, str):
+        return {"reference_answer": started.reference_answer,
+                "gold_evidence": started.gold_evidence, "reference_source": "case_started"}
     return {"reference_answer": (judge_in or {}).get("reference_answer"),
             "gold_evidence": (judge_in or {}).get("gold_evidence"),
             "reference_source": "judge request" if judge_in else None}
 
 
-def build_case(source: RunSource, case_id: str) -> dict[str, Any]:
-    """The audit record of one case (see the module docstring)."""
-    events = source.events(case_id)
-    names = source.names_by_case.get(case_id, ())
-    qid, model_name, strategy = _split_case_id(case_id)
-    started = next((e for e in events if e.event == "case_started"), None)
-    if started is not None:
-        qid = started.data.get("question_id", qid)
-        model_name = started.data.get("model", model_name)
-        strategy = started.data.get("strategy", strategy)
-    attempts = [_attempt(e, source) for e in events if e.event in ATTEMPT_EVENTS]
-    tools = [_tool_call(e) for e in events if e.event == "tool_call"]
-    turns: dict[int, dict[str, Any]] = {}
-    for e in events:
-        if e.event == "model_turn":
-            turns[e.data.get("turn") or 0] = dict(e.data)
-    ordered_turns = [turns[n] for n in sorted(turns)]
-    judgments = [e for e in events if e.event == "judgment"]
-    judgment = judgments[-1].data if judgments else None
-    finished = next((e for e in reversed(events) if e.event == "case_finished"), None)
-    failures = [{"at": e.at, **e.data} for e in events if e.event == "case_failed"]
+@dataclass(frozen=True)
+class _Requests:
+    """The raw requests a record shows: final answer, latest written, judge."""
 
-    # -- status and answer: only what case_finished says --------------------------------------
-    if finished is not None:
-        status = finished.data.get("status")
-        reason = finished.data.get("reason")
-        answer = finished.data.get("answer")
-    else:
-        status, answer = "incomplete", None
-        if started is None:
-            reason = "never started: the run stopped before this case began"
-        elif failures:
-            f = failures[-1]
-            reason = f"unfinished: {f.get('error_type')}: {f.get('message')}"
-        else:
-            reason = "unfinished: the run stopped before this case finished (no case_finished)"
+    final: RawFile | None
+    final_response: RawFile | None
+    latest: RawFile | None  # only when it is not the final request
+    judge: RawFile | None
+    judge_response: RawFile | None
 
-    # -- requests: final answer, latest sent, judge ---------------------------------------------
-    last_turn = ordered_turns[-1] if ordered_turns else None
-    final_turn = None
-    if last_turn is not None and (last_turn.get("final")
-                                  or not (last_turn.get("reply") or {}).get("tool_calls")):
-        final_turn = last_turn
-    answer_requests = [n for n in names if _ANSWER_REQUEST.search(n)]
-    latest_path = answer_requests[-1] if answer_requests else None
-    final_request = source.read(final_turn["request_path"]) if final_turn else None
-    final_response = source.read(final_turn["response_path"]) if final_turn else None
-    latest_request = (source.read(latest_path)
-                      if latest_path and (final_request is None
-                                          or latest_path != final_request.path) else None)
-    judge_req = source.read(judgment.get("request_path")) if judgment else None
-    judge_resp = source.read(judgment.get("response_path")) if judgment else None
+    @property
+    def last_sent(self) -> RawFile | None:
+        return self.latest or self.final
 
-    latest = latest_request or final_request
-    latest_body = wire_body(latest) if latest else None
-    judge_in = judge_input(wire_body(judge_req)) if judge_req else None
-    question, question_source = None, None
-    started_data = started.data if started is not None else {}
-    if isinstance(started_data.get("question"), str):
-        question, question_source = started_data["question"], "case_started"
-    elif judge_in and isinstance(judge_in.get("question"), str):
-        question, question_source = judge_in["question"], "judge request"
-    elif latest_body is not None:
-        question = first_user_text(latest_body)
-        question_source = "latest answer request" if question is not None else None
 
-    # -- tool outputs not carried by the latest request ----------------------------------------
-    unsent: list[str] = []
+def _requests(source: RunSource, view: CaseView, names: tuple[str, ...]) -> _Requests:
+    final = view.final_turn
+    answer_requests = _answer_requests(names)
+    latest_path = answer_requests[-1].path if answer_requests else None
+    final_request = source.read(final.request_path) if final else None
+    latest = (source.read(latest_path) if latest_path and (
+        final_request is None or latest_path != final_request.path) else None)
+    j = view.judgment
+    return _Requests(final_request, source.read(final.response_path) if final else None, latest,
+                     source.read(j.request_path) if j else None,
+                     source.read(j.response_path) if j else None)
+
+
+def _question(view: CaseView, judge_in: dict[str, Any] | None,
+              latest_body: Any) -> tuple[str | None, str | None]:
+    """The question and where it was read: case_started, else the judge or latest request."""
+    if view.started is not None and isinstance(view.started.question, str):
+        return view.started.question, "case_started"
+    if judge_in and isinstance(judge_in.get("question"), str):
+        return judge_in["question"], "judge request"
     if latest_body is not None:
-        ids, anonymous = sent_tool_results(latest_body)
-        for index, t in enumerate(tools):
-            if t["call_id"] not in ids and index >= anonymous:
-                unsent.append(t["call_id"])
-    elif tools:
-        unsent = [t["call_id"] for t in tools]
+        question = first_user_text(latest_body)
+        return question, "latest answer request" if question is not None else None
+    return None, None
 
-    # -- model identity, usage, cost, timing --------------------------------------------------
-    configured = source.models.get(model_name, {})
-    answer_attempts = [a for a in attempts if a.get("purpose") != "judge"]
-    judge_attempts = [a for a in attempts if a.get("purpose") == "judge"]
-    ok_answers = [a for a in answer_attempts if a.get("outcome") == "ok"]
-    ident = ok_answers[-1] if ok_answers else (answer_attempts[-1] if answer_attempts else {})
-    model = {
-        "name": model_name,
-        "configured_model": configured.get("model"),
-        "configured_provider": configured.get("provider"),
-        "requested_model": ident.get("requested_model") or configured.get("model"),
-        "requested_provider": ident.get("requested_provider") or configured.get("provider"),
-        "actual_model": ident.get("actual_model") or UNVERIFIED,
-        "actual_provider": ident.get("actual_provider") or UNVERIFIED,
-    }
-    tokens = {k: sum(((a.get("usage") or {}).get(f"{k}_tokens") or 0) for a in attempts)
-              for k in ("input", "output", "cached", "reasoning", "cache_write")}
-    costs = [(a.get("cost") or {}).get("usd") for a in attempts]
-    known = [c for c in costs if c is not None]
-    cost = {
-        "usd": _sum(costs), "known_usd": round(sum(known), 10),
-        "unknown_attempts": len(costs) - len(known),
-        "answer_usd": _sum([(a.get("cost") or {}).get("usd") for a in answer_attempts]),
-        "judge_usd": _sum([(a.get("cost") or {}).get("usd") for a in judge_attempts]),
-        "sources": sorted({(a.get("cost") or {}).get("source") or "unknown" for a in attempts}),
-    }
-    timing = {
-        "started_at": started.at if started else None,
-        "ended_at": finished.at if finished else (events[-1].at if events else None),
-        "wall_ms": finished.data.get("wall_ms") if finished else None,
-        "model_ms": round(sum(a.get("duration_ms") or 0 for a in answer_attempts), 3),
-        "judge_ms": round(sum(a.get("duration_ms") or 0 for a in judge_attempts), 3),
-        "tool_ms": round(sum((t["timings"] or {}).get("total_ms") or 0 for t in tools), 3),
-    }
-    rounds = len(ordered_turns)
-    recorded = (finished.data.get("tool_counts") or {}) if finished else {}
-    if recorded:
-        counts = {k: recorded.get(k) for k in TOOL_COUNT_FIELDS}
-        counts_source = "case_finished"
-    else:
-        counts = _counts_from_events(tools, rounds, len(attempts))
-        counts_source = "recomputed from the journal (the case did not finish)"
-        # requested_by_model: tool calls in successfully recorded turns
-        counts["requested_by_model"] = sum(len((t.get("reply") or {}).get("tool_calls") or ())
-                                           for t in ordered_turns)
 
-    scored = bool(judgment and judgment.get("scored"))
-    judge_block = None
-    if judgment is not None:
-        judge_block = {
-            "judge": judgment.get("judge"), "scored": scored,
-            "correctness": judgment.get("correctness") if scored else None,
-            "citation_support": judgment.get("citation_support") if scored else None,
-            "rationale": judgment.get("rationale"),
-            "unscored_reason": judgment.get("unscored_reason"),
-            "checks": judgment.get("checks") or {}, "provenance": judgment.get("provenance") or {},
-            "request_path": judgment.get("request_path"),
-            "response_path": judgment.get("response_path"),
-            "judgments_recorded": len(judgments),
-            "request": judge_req.inline() if judge_req else None,
-            "response": judge_resp.inline() if judge_resp else None,
-        }
+def _unsent(tools: list[dict[str, Any]], latest_body: Any) -> list[str]:
+    """Call ids of tool outputs produced but not carried by the latest request."""
+    if latest_body is None:
+        return [t["call_id"] for t in tools]
+    ids, anonymous = sent_tool_results(latest_body)
+    return [t["call_id"] for index, t in enumerate(tools)
+            if t["call_id"] not in ids and index >= anonymous]
 
+
+def _judge_block(view: CaseView, requests: _Requests) -> dict[str, Any] | None:
+    j = view.judgment
+    if j is None:
+        return None
+    return {
+        "judge": j.judge, "scored": view.scored, "correctness": view.correctness,
+        "citation_support": view.citation_support, "rationale": j.rationale,
+        "unscored_reason": j.unscored_reason, "checks": j.checks or {},
+        "provenance": j.provenance or {}, "request_path": j.request_path,
+        "response_path": j.response_path, "judgments_recorded": view.judgments_recorded,
+        "request": requests.judge.inline() if requests.judge else None,
+        "response": requests.judge_response.inline() if requests.judge_response else None,
+    }
+
+
+def _inline(raw: RawFile | None) -> dict[str, Any] | None:
+    return raw.inline() if raw else None
+
+
+def build_case(source: RunSource, case_id: str, view: CaseView | None = None) -> dict[str, Any]:
+    """The audit record of one case (see the module docstring): the fold's view of the case
+    (`view`, folded here when not given) plus the raw files it points to."""
+    view = view or source.fold_case(case_id)
+    names = source.names_by_case.get(case_id, ())
+    attempts = [_attempt(e, source) for e in view.attempts]
+    tools = [_tool_call(e) for e in view.tool_calls]
+    requests = _requests(source, view, names)
+    latest = requests.last_sent
+    latest_body = wire_body(latest) if latest else None
+    judge_in = judge_input(wire_body(requests.judge)) if requests.judge else None
+    question, question_source = _question(view, judge_in, latest_body)
+    unsent = _unsent(tools, latest_body)
     incomplete = None
-    if status != "complete":
+    if view.status != "complete":
         incomplete = {
             "latest_request_path": latest.path if latest else None,
-            "missing_raw_requests": _missing_requests(attempts, ordered_turns, names, source),
+            "missing_raw_requests": _missing_requests(attempts, view, names, source),
             "unsent_tool_outputs": unsent,
         }
-
     return {
         "schema_version": SCHEMA_VERSION,
         "case_id": case_id, "run_id": source.run.run_id,
-        "question_id": qid, "question": question, "question_source": question_source,
-        **_reference(started_data, judge_in),
-        "model": model, "strategy": strategy,
-        "status": status, "status_reason": reason, "finished": finished is not None,
-        "sessions": sum(e.event == "case_started" for e in events),
-        "failures": failures,
-        "final_answer": answer,
-        "forced_final": bool(final_turn and final_turn.get("final")),
-        "judgment": judge_block,
-        "tool_counts": counts, "tool_counts_source": counts_source,
-        "model_rounds": rounds, "api_attempts": len(attempts),
-        "tokens": tokens, "cost": cost, "timing": timing,
+        "question_id": view.question_id, "question": question,
+        "question_source": question_source, **_reference(view.started, judge_in),
+        "model": {"name": view.model, **view.identity}, "strategy": view.strategy,
+        "status": view.status, "status_reason": view.status_reason, "finished": view.finished,
+        "sessions": view.sessions,
+        "failures": [{"at": at, **plain(f)} for at, f in view.failures],
+        "final_answer": view.answer, "forced_final": view.forced_final,
+        "judgment": _judge_block(view, requests),
+        "tool_counts": view.tool_counts, "tool_counts_source": view.tool_counts_source,
+        "model_rounds": len(view.turns), "api_attempts": len(view.attempts),
+        "tokens": view.tokens, "cost": view.cost, "timing": view.timing,
         "tool_calls": tools,
-        "final_request": final_request.inline() if final_request else None,
-        "final_response": final_response.inline() if final_response else None,
-        "latest_request": latest_request.inline() if latest_request else None,
+        "final_request": _inline(requests.final),
+        "final_response": _inline(requests.final_response),
+        "latest_request": _inline(requests.latest),
         "tool_outputs_not_in_latest_request": unsent,
         "attempts": attempts,
         "incomplete": incomplete,

@@ -5,7 +5,7 @@
     run = store.create(config, freeze(question_ids=ids, corpus_snapshot=snap.to_json(),
                                       prompt_hashes=hashes, sandbox_mode=mode))
     result = model.complete(request, run.raw)             # run.raw is the RawSink
-    run.journal(case_id).append(ModelAttempt(label, asdict(attempt)))
+    run.journal(case_id).append(ModelAttempt(label, attempt))
     run.close()
 
     run = store.open(run_id, writable=True); run.check_resume(freeze(...), config)
@@ -13,11 +13,12 @@
     run.summary(); run.cases_df(); run.attempts_df(); run.tool_calls_df(); run.ledger()
     run.verify()               # manifest hash, raw digests, journal damage
 
-Modules: `blobs` (content-addressed raw store), `journal` (typed events, reader), `manifest`
-(freeze, code hash, resume comparison),
-`records` (rebuild model records for replay), `run` (`Run`), `frames` (DataFrames and summary),
-`runstore` (`RunStore`), `compare` (two runs paired by case id). Durable file primitives are
-the shared `parquet_agent.files`. The folder layout is the run-directory contract of DESIGN.md.
+Modules: `blobs` (content-addressed raw store), `journal` (journal files; the events and their
+codec are `parquet_agent.transcript`'s), `manifest` (freeze, code hash, resume comparison), `run`
+(`Run`), `fold` (journals -> case views and run figures: the one fold), `frames` (DataFrames and
+summary, from the fold), `runstore` (`RunStore`), `compare` (two runs paired by case id). Durable
+file primitives are the shared `parquet_agent.files`. The folder layout is the run-directory
+contract of DESIGN.md.
 
 Owns the run folder and everything read back from it in one run. May import: every layer below
 it (shared, corpus, models, tools, transcript, agent and judge records, `experiment_config`).
@@ -25,15 +26,20 @@ Never `report`, `experiment`, `explore` or the CLI.
 """
 
 from parquet_agent.store.blobs import RawStats, RawStore, read_raw
-from parquet_agent.store.journal import (
+from parquet_agent.store.journal import Journal, JournalRead, read_journal
+from parquet_agent.store.manifest import code_hash, compare_frozen, freeze, package_versions
+from parquet_agent.store.run import CaseJournal, Run, VerifyReport
+from parquet_agent.store.runstore import RunStore
+
+# the event records are the transcript's; re-exported here, where runs are written and read
+from parquet_agent.transcript import (  # noqa: E402
     CaseFailed,
     CaseFinished,
-    CaseStarted,
+    CaseReplay,
     CaseSealed,
+    CaseStarted,
     CorpusDrift,
     Event,
-    Journal,
-    JournalRead,
     JudgeAttempt,
     Judgment,
     ModelAttempt,
@@ -41,16 +47,13 @@ from parquet_agent.store.journal import (
     RunFinished,
     RunStarted,
     ToolCallEvent,
-    read_journal,
+    attempt_from_dict,
+    reply_from_dict,
 )
-from parquet_agent.store.manifest import code_hash, compare_frozen, freeze, package_versions
-from parquet_agent.store.records import attempt_from_dict, reply_from_dict
-from parquet_agent.store.run import CaseJournal, CaseReplay, Run, VerifyReport
-from parquet_agent.store.runstore import RunStore
 
 __all__ = [
-    "CaseFailed", "CaseFinished", "CaseJournal", "CaseReplay", "CaseSealed", "CaseStarted", "CorpusDrift", "Event", "Journal",
-    "JournalRead", "JudgeAttempt", "Judgment", "ModelAttempt", "ModelTurn", "RawStats",
+    "CaseFailed", "CaseFinished", "CaseJournal", "CaseReplay", "CaseSealed", "CaseStarted",
+    "CorpusDrift", "Event", "Journal", "JournalRead", "JudgeAttempt", "Judgment", "ModelAttempt", "ModelTurn", "RawStats",
     "RawStore", "Run", "RunFinished", "RunStarted", "RunStore", "ToolCallEvent", "VerifyReport",
     "attempt_from_dict", "code_hash", "compare_frozen", "freeze", "package_versions",
     "read_journal", "read_raw", "reply_from_dict",

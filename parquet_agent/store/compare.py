@@ -147,11 +147,8 @@ def manifest_warnings(new: dict[str, Any], old: dict[str, Any]) -> list[str]:
 
 
 def _frame(run) -> pd.DataFrame:
-    c = run.cases_df()
-    # the case-record statuses (complete, incomplete, failed): the journal view says
-    # `unfinished` for a case without case_finished, which the records call `incomplete`
-    c = c.assign(cost=c["cost_usd"].where(c["cost_unknown_attempts"] == 0),
-                 status=c["status"].replace({"unfinished": "incomplete"}))
+    c = run.cases_df()  # the fold's statuses and costs (an unknown cost is NaN)
+    c = c.assign(cost=c["cost_usd"])
     return c[["case_id", "question_id", "model", "strategy", "status", "correctness",
               "citation_support", "cost", "wall_ms"]]
 

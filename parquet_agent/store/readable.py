@@ -14,16 +14,17 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def cost_text(usd: float | None, unknown_attempts: int = 0) -> str:
+def cost_text(usd: float | None, unknown_attempts: int = 0, unit: str = "attempt") -> str:
     """A cost as people should read it: `$0.0123`, `unknown` when nothing about it is known,
-    `≥ $0.0123 (3 attempts of unknown cost)` when only part of it is. Never a made-up 0."""
+    `≥ $0.0123 (3 attempts of unknown cost)` when only part of it is (`unit` "case" for a count
+    of cases). Never a made-up 0."""
     known = usd is not None and usd == usd  # NaN is unknown
     if not unknown_attempts:
         return f"${usd:.4f}" if known else "unknown"
     if not known or usd == 0:
         return "unknown"
     plural = "s" if unknown_attempts != 1 else ""
-    return f"≥ ${usd:.4f} ({unknown_attempts} attempt{plural} of unknown cost)"
+    return f"≥ ${usd:.4f} ({unknown_attempts} {unit}{plural} of unknown cost)"
 
 
 def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -31,21 +32,20 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     `unscored`), cost through `cost_text`, latency in whole ms."""
     import pandas as pd
 
-    def interval(row: pd.Series, name: str, low: str, high: str) -> str:
+    def interval(row: pd.Series, name: str) -> str:
         if pd.isna(row[name]):
             return "unscored"
-        return f"{row[name]:.1f} [{row[low]:.1f}, {row[high]:.1f}]"
+        return f"{row[name]:.1f} [{row[name + '_low']:.1f}, {row[name + '_high']:.1f}]"
 
     rows = [r for _, r in summary.iterrows()]
     return pd.DataFrame({
         "model": summary["model"], "strategy": summary["strategy"],
-        "cases": summary["cases"], "completed": summary["completed"],
-        "correctness (95% CI)": [interval(r, "correctness", "correctness_low",
-                                          "correctness_high") for r in rows],
-        "citation support (95% CI)": [interval(r, "citation_support", "citation_low",
-                                               "citation_high") for r in rows],
-        "tool calls": summary["tool_calls"],
-        "cost USD": [cost_text(r["cost_usd"], int(r["cost_unknown_attempts"])) for r in rows],
+        "cases": summary["cases"], "completed": summary["complete"],
+        "correctness (95% CI)": [interval(r, "correctness") for r in rows],
+        "citation support (95% CI)": [interval(r, "citation_support") for r in rows],
+        "tool calls": summary["processed"],
+        "cost USD": [cost_text(r["cost_usd_known"], int(r["cases_with_unknown_cost"]), "case")
+                     for r in rows],
         "p50 ms": summary["latency_p50_ms"].round(0),
     })
 

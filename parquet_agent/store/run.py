@@ -16,8 +16,9 @@ A `Run` comes from `RunStore.create(...)` (writable, manifest frozen) or `RunSto
                                   call id, latest judgment: what a resumed agent reuses instead
                                   of calling a model again
     run.verify()                  VerifyReport: manifest hash, raw digests, journal damage
+    run.fold()                    RunFold: every case's view and the run's figures (store.fold)
     run.ledger()                  every attempt's cost by purpose (DataFrame)
-    run.cases_df() / attempts_df() / tool_calls_df() / summary()   (see store.frames)
+    run.cases_df() / attempts_df() / tool_calls_df() / summary()   (store.frames, from the fold)
     run.compare(old)              paired comparison with an older run or run folder (see
                                   store.compare; explore.compare_runs adds its figures)
     open_run(run_or_path)         a Run from a Run, a run folder or a str path
@@ -38,47 +39,29 @@ from typing import TYPE_CHECKING, Any
 from parquet_agent.errors import ResumeRefusedError, RunError, UsageError
 from parquet_agent.files import WriterLock
 from parquet_agent.store.blobs import RawStore
-from parquet_agent.store.journal import (
-    RUN_JOURNAL,
+from parquet_agent.store.journal import RUN_JOURNAL, Journal, read_journal
+from parquet_agent.store.manifest import compare_frozen, manifest_hash
+from parquet_agent.transcript import (
     CaseFinished,
+    CaseReplay,
     CaseSealed,
     CaseStarted,
     Event,
-    Journal,
     Judgment,
+    ModelAttempt,
     ModelTurn,
     ToolCallEvent,
-    read_journal,
 )
-from parquet_agent.store.manifest import compare_frozen, manifest_hash
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from parquet_agent.experiment_config import ExperimentConfig
     from parquet_agent.store.compare import RunComparison
+    from parquet_agent.store.fold import RunFold
 
 MANIFEST = "manifest.json"
 JOURNAL_DIR = "journal"
-
-
-@dataclass(frozen=True)
-class CaseReplay:
-    """What a case has already done, in order: enough to resume it without new model calls."""
-
-    case_id: str
-    started: CaseStarted | None
-    turns: tuple[ModelTurn, ...]  # successful answer turns, by turn number (last one wins)
-    # by (turn, call_id): providers may reuse a call id on a later turn (Gemini without ids,
-    # scripted models), and a resume must give each turn back its own results
-    tool_results: dict[tuple[int, str], ToolCallEvent]
-    judgment: Judgment | None  # the latest
-    finished: CaseFinished | None
-    sessions: int  # how many times the case was started
-
-    @property
-    def done(self) -> bool:
-        return self.finished is not None
 
 
 @dataclass(frozen=True)
@@ -151,8 +134,9 @@ def _sealed_heads(run_journal: Any) -> dict[str, tuple[int, str]]:
     """Case id -> (line count, chain head) of the last `case_sealed` in the run journal."""
     heads: dict[str, tuple[int, str]] = {}
     for event in (run_journal.events if run_journal is not None else ()):
-        if event.event == CaseSealed.EVENT:
-            heads[event.data["case_id"]] = (event.data["lines"], event.data["head"])
+        p = event.payload
+        if isinstance(p, CaseSealed):
+            heads[p.case_id] = (p.lines, p.head)
     return heads
 
 
@@ -160,10 +144,15 @@ def _raw_refs(events: tuple[Event, ...]) -> list[tuple[int, str]]:
     """(seq, raw path) of every raw file an event refers to."""
     refs = []
     for e in events:
-        d = e.data
-        values = [d.get("request_path"), d.get("response_path"), d.get("offloaded")]
-        attempt = d.get("attempt") or {}
-        values += [attempt.get("request_path"), attempt.get("response_path")]
+        p = e.payload
+        if isinstance(p, ModelAttempt):  # judge attempts too
+            values = [p.attempt.request_path, p.attempt.response_path]
+        elif isinstance(p, (ModelTurn, Judgment)):
+            values = [p.request_path, p.response_path]
+        elif isinstance(p, ToolCallEvent):
+            values = [p.offloaded]
+        else:
+            continue
         refs += [(e.seq, v) for v in values if isinstance(v, str) and v]
     return refs
 
@@ -277,12 +266,12 @@ class Run:
 
     def resolve(self, event: Event) -> Event:
         """`event` with an offloaded tool text read back from the raw store."""
-        path = event.data.get("offloaded") if event.event == "tool_call" else None
-        if not path:
+        p = event.payload
+        if not isinstance(p, ToolCallEvent) or not p.offloaded:
             return event
-        stored = json.loads(self.raw.read(path))
-        return replace(event, data=event.data | {"model_text": stored["model_text"],
-                                                 "output": stored["output"]})
+        stored = json.loads(self.raw.read(p.offloaded))
+        return replace(event, payload=replace(p, model_text=stored["model_text"],
+                                              output=stored["output"]))
 
     def run_events(self) -> tuple[Event, ...]:
         return self.case_events(RUN_JOURNAL)
@@ -296,38 +285,19 @@ class Run:
         runs again; their earlier events stay in the journal)."""
         failed = set()
         for cid, events in self.all_events().items():
-            finished = [e for e in events if e.event == "case_finished"]
-            if cid != RUN_JOURNAL and finished and finished[-1].data.get("status") == "failed":
+            finished = [e.payload for e in events if isinstance(e.payload, CaseFinished)]
+            if cid != RUN_JOURNAL and finished and finished[-1].status == "failed":
                 failed.add(cid)
         return failed
 
     def completed_cases(self) -> set[str]:
         """Case ids whose journal holds `case_finished` (any status): never run again."""
         return {cid for cid, events in self.all_events().items()
-                if cid != RUN_JOURNAL and any(e.event == "case_finished" for e in events)}
+                if cid != RUN_JOURNAL and any(isinstance(e.payload, CaseFinished) for e in events)}
 
     def replay(self, case_id: str) -> CaseReplay:
         """The saved state of one case: see `CaseReplay`."""
-        started, finished, judgment = None, None, None
-        turns: dict[int, ModelTurn] = {}
-        tools: dict[tuple[int, str], ToolCallEvent] = {}
-        sessions = 0
-        for event in self.case_events(case_id):
-            if event.event == "case_started":
-                started = started or event.payload()
-                sessions += 1
-            elif event.event == "model_turn":
-                turn = event.payload()
-                turns[turn.turn] = turn
-            elif event.event == "tool_call":
-                call = event.payload()
-                tools[(call.turn, call.call_id)] = call
-            elif event.event == "judgment":
-                judgment = event.payload()
-            elif event.event == "case_finished":
-                finished = event.payload()
-        ordered = tuple(turns[n] for n in sorted(turns))
-        return CaseReplay(case_id, started, ordered, tools, judgment, finished, sessions)
+        return CaseReplay.from_events(case_id, self.case_events(case_id))
 
     # -- freezing and resuming -------------------------------------------------------------------
 
@@ -418,7 +388,13 @@ class Run:
                                     "rewritten, cut or replaced")
         return problems, torn, 0
 
-    # -- tables ---------------------------------------------------------------------------------
+    # -- tables: every one read from the fold ----------------------------------------------------
+
+    def fold(self, *, resolve: bool = False) -> RunFold:
+        """Every case folded into its view, and the run's figures (see `store.fold`)."""
+        from parquet_agent.store.fold import fold_run
+
+        return fold_run(self, resolve=resolve)
 
     def ledger(self) -> pd.DataFrame:
         """One row per API attempt (answer, judge, health) with its cost, source and category."""
@@ -455,6 +431,7 @@ class Run:
         return compare_runs(self, open_run(old), threshold=threshold, seed=seed)
 
     def run_figures(self) -> dict[str, Any]:
+        """summary.json's `run` block (sessions, wall time, peak RSS, health checks, drift)."""
         from parquet_agent.store.frames import run_figures
 
         return run_figures(self)

@@ -131,12 +131,13 @@ class RunStore:
             except RunError:
                 pass
             try:
-                figures = run.run_figures()
-                state = run_status(run)
+                fold = run.fold()
+                figures = fold.figures | fold.activity()
+                state = run_status(run, fold)
             except RunError as exc:  # a damaged journal: list the run, say so
                 rows.append(row | {"status": f"damaged: {exc}"})
                 continue
-            cost = figures["cost_usd"]
+            cost = figures["cost_usd_known"]
             if figures["cost_unknown_attempts"] and figures["api_attempts"] == figures[
                     "cost_unknown_attempts"]:
                 cost = float("nan")

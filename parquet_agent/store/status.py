@@ -8,7 +8,9 @@ Statuses: `running` (the last session has no `run_finished` and its process is a
 answer-bearing result: every finished case failed, or a session stopped before any case, e.g. a
 failed health check), `partial` (anything in between: some cases failed or are unfinished),
 `created` (a manifest but no session yet), `no manifest` (aborted before its inputs were
-frozen). A case counts as `incomplete` when it hit a limit: that is a result, not a failure.
+frozen). A case counts as `incomplete` when it hit a limit: that is a result, not a failure;
+`unfinished` here are the planned cases without `case_finished` (the fold, and so every table
+and export, calls them `incomplete` with `finished` False and says why in `status_reason`).
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ import psutil
 
 from parquet_agent.errors import RunError
 
+from parquet_agent.transcript import RunFinished, RunStarted
+
 if TYPE_CHECKING:
     import pandas as pd
 
+    from parquet_agent.store.fold import RunFold
     from parquet_agent.store.run import Run
 
 REASON_CHARS = 160  # a reason is grouped (and shown) by its first characters
@@ -50,23 +55,24 @@ class RunStatus:
         return (", ".join(parts) or "no case finished") + total
 
 
-def run_status(run: Run) -> RunStatus:
-    """The state of `run` from its journals (RunError when a journal is damaged)."""
+def run_status(run: Run, fold: RunFold | None = None) -> RunStatus:
+    """The state of `run` from its journals (its fold when given; RunError when a journal is
+    damaged)."""
     try:
         planned = len(run.planned_case_ids())
     except RunError:
         planned = None
-    cases = run.cases_df()
-    counts = cases["status"].value_counts()
-    complete, incomplete, failed = (int(counts.get(k, 0)) for k in
-                                    ("complete", "incomplete", "failed"))
+    cases = (fold or run.fold()).cases
+    finished = [c.status for c in cases if c.finished]
+    complete, incomplete, failed = (finished.count(k) for k in ("complete", "incomplete", "failed"))
     unfinished = None if planned is None else planned - complete - incomplete - failed
-    sessions = [e for e in run.run_events() if e.event in ("run_started", "run_finished")]
+    sessions = [e.payload for e in run.run_events()
+                if isinstance(e.payload, (RunStarted, RunFinished))]
     if planned is None:
         status = "no manifest"
-    elif sessions and sessions[-1].event == "run_started" and _alive(sessions[-1].data.get("pid")):
+    elif sessions and isinstance(sessions[-1], RunStarted) and _alive(sessions[-1].pid):
         status = "running"
-    elif not sessions and not cases["sessions"].sum():
+    elif not sessions and not any(c.sessions for c in cases):
         status = "created"
     elif complete + incomplete == planned:
         status = "complete"
@@ -82,14 +88,16 @@ def _alive(pid: int | None) -> bool:
 
 
 def failure_groups(cases: pd.DataFrame) -> list[tuple[int, str, str]]:
-    """Cases that failed or did not finish, grouped by status and reason: (count, status,
-    reason), most frequent first. Ids and numbers that differ per case are kept; the grouping
-    uses the reason's first `REASON_CHARS` characters."""
-    bad = cases[cases["status"].isin(["failed", "unfinished"])]
+    """Cases that failed or did not finish (`Run.cases_df()` rows), grouped by status and
+    reason: (count, "failed" | "unfinished", reason), most frequent first. Ids and numbers that
+    differ per case are kept; the grouping uses the reason's first `REASON_CHARS` characters."""
+    bad = cases[(cases["status"] == "failed") | ~cases["finished"].astype(bool)]
     groups: dict[tuple[str, str], int] = {}
-    for status, reason in zip(bad["status"], bad["reason"]):
-        text = _short(reason) if isinstance(reason, str) and reason else (
-            "never started" if status == "unfinished" else "no reason recorded")
+    for finished, reason in zip(bad["finished"], bad["status_reason"]):
+        status = "failed" if finished else "unfinished"
+        if isinstance(reason, str) and reason.startswith("unfinished: "):
+            reason = reason[len("unfinished: "):]  # the group already says so
+        text = _short(reason) if isinstance(reason, str) and reason else "no reason recorded"
         groups[(status, text)] = groups.get((status, text), 0) + 1
     return sorted(((n, s, r) for (s, r), n in groups.items()), key=lambda g: (-g[0], g[1], g[2]))
 

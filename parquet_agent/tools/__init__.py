@@ -10,9 +10,29 @@ view shares), `facade` (`Tools`), `commands` (the `parquet-agent tool` CLI).
 
 Owns everything between a tool call and its `ToolResult`. May import: the shared layer,
 `corpus` and `models` (the `ToolSpec` record). Never the agent, the store or anything above.
+
+The names are imported on first use: the journal's records (`parquet_agent.transcript`) need
+`tools.result` only, and reading a run (exports, explorer) must not load DuckDB.
 """
 
-from parquet_agent.tools.facade import ScopedTools, Tools
-from parquet_agent.tools.result import ERROR_KINDS, Timings, ToolError, ToolResult
+from __future__ import annotations
 
-__all__ = ["ERROR_KINDS", "ScopedTools", "Timings", "ToolError", "ToolResult", "Tools"]
+import importlib
+from typing import Any
+
+_PUBLIC = {
+    "ERROR_KINDS": "parquet_agent.tools.result",
+    "ScopedTools": "parquet_agent.tools.facade",
+    "Timings": "parquet_agent.tools.result",
+    "ToolError": "parquet_agent.tools.result",
+    "ToolResult": "parquet_agent.tools.result",
+    "Tools": "parquet_agent.tools.facade",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'parquet_agent.tools' has no attribute {name!r}")
+    return getattr(importlib.import_module(_PUBLIC[name]), name)

@@ -40,11 +40,12 @@ def test_cost_vs_correctness_uses_known_cost_per_case(http_run):
     fig = charts.cost_vs_correctness(http_run)
     (point,) = fig.data
     assert point.name == "fake · sql"
-    # known answer and judge cost of the cases (health checks are run-level): 2 x 0.0007
-    assert point.x[0] == pytest.approx(0.0014 / 3)
+    # summary.json's cost_usd_known over the cell's 3 cases (health checks are run-level):
+    # only Q001's 0.0007 is fully known
+    assert point.x[0] == pytest.approx(0.0007 / 3)
     assert point.y[0] == pytest.approx(100 / 3)
-    # Q002's 503 (a retry) and Q003's answer came without a cost
-    assert "2 attempts of unknown cost" in fig.layout.title.text
+    # Q002's 503 (a retry) and Q003's answer came without a cost: their cases are left out
+    assert "2 cases of unknown cost" in fig.layout.title.text
 
 
 def test_latency_boxes_hold_every_case_in_seconds(demo_run):

@@ -26,7 +26,8 @@ from parquet_agent.experiment import Experiment
 from parquet_agent.experiment_commands import demo_config
 from parquet_agent.models.fakes import FakeReply, FakeToolCall, openai_server
 from parquet_agent.models.fakes.server import http_error
-from parquet_agent.store import ModelAttempt, RunStore, ToolCallEvent
+from parquet_agent.models.protocol import Attempt, Cost, Usage
+from parquet_agent.store import ModelAttempt, Run, RunStore, ToolCallEvent
 from tests.engine.grid import write_config
 from tests.harness_corpus import make_harness_corpus
 
@@ -88,13 +89,25 @@ def http_run(corpus, tmp_path_factory) -> Path:
         journal.append(ToolCallEvent(
             turn=3, call_id="late-1", name="describe_corpus", arguments={}, ok=True,
             model_text='{"tables": []}', output={"tables": []}))
-        journal.append(ModelAttempt(label=f"{INCOMPLETE_CASE}/turn-03", attempt={
-            "label": f"{INCOMPLETE_CASE}/turn-03", "number": 1, "purpose": "answer",
-            "requested_model": "gpt-fake-a", "requested_provider": "openai",
-            "actual_model": None, "actual_provider": None, "outcome": "failed",
-            "error": "killed", "request_path": MISSING_REQUEST, "response_path": None,
-            "usage": {}, "cost": {"usd": None, "source": "unknown"}}))
+        label = f"{INCOMPLETE_CASE}/turn-03"
+        journal.append(ModelAttempt(label=label, attempt=Attempt(
+            label=label, number=1, purpose="answer", requested_model="gpt-fake-a",
+            requested_provider="openai", actual_model=None, actual_provider=None,
+            temperature=None, reasoning_effort=None, started_at="2026-11-30T07:00:00.000000Z",
+            ended_at="2026-11-30T07:00:00.000000Z", queue_ms=0.0, duration_ms=0.0,
+            http_status=None, outcome="failed", error="killed", response_id=None,
+            finish_reason=None, usage=Usage(), cost=Cost(usd=None, source="unknown"),
+            request_path=MISSING_REQUEST, response_path=None)))
     return run.dir
+
+
+def answer_requests(run_dir: Path, case_id: str) -> list[str]:
+    """Request paths of a case's answer attempts in journal order, as the records give them
+    (tests never spell raw file names out)."""
+    attempts = Run(run_dir).attempts_df()
+    mine = attempts[(attempts["case_id"] == case_id)
+                    & attempts["role"].isin(("answer", "final_answer"))]
+    return [p for p in mine["request_path"] if isinstance(p, str)]
 
 
 def fresh_copy(run_dir: Path, tmp_path: Path) -> Path:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from parquet_agent.report.case_record import RunSource, build_case
 from parquet_agent.store import read_raw
-from tests.report.conftest import INCOMPLETE_CASE, fresh_copy
+from tests.report.conftest import INCOMPLETE_CASE, MISSING_REQUEST, answer_requests, fresh_copy
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,13 +30,15 @@ def test_export_command_rebuilds_a_saved_run(offline_run, tmp_path):
 
 
 def test_raw_command_prints_the_exact_bytes(http_run):
-    path = f"raw/{INCOMPLETE_CASE}/turn-02.attempt-02.request.json"
+    sent = [p for p in answer_requests(http_run, INCOMPLETE_CASE) if p != MISSING_REQUEST]
+    path = sent[-1]  # the latest request of the case that reached the raw store
     proc = _run("-m", "parquet_agent", "raw", str(http_run), path)
     assert proc.returncode == 0, proc.stderr.decode()
     assert proc.stdout == read_raw(http_run, path)
     missing = _run("-m", "parquet_agent", "raw", str(http_run), f"raw/{INCOMPLETE_CASE}/nope.json")
     assert missing.returncode == 2
-    assert b"no such raw file" in missing.stderr and b"turn-01.attempt-01" in missing.stderr
+    # the message lists the case's raw files, the first request among them
+    assert b"no such raw file" in missing.stderr and Path(sent[0]).name.encode() in missing.stderr
 
 
 def test_case_audit_prints_one_case_readably(http_run):
@@ -61,7 +63,7 @@ def test_case_audit_full_and_json(http_run):
     assert '"method": "POST"' in out and "tool outputs not in latest request: late-1" in out
     assert "[MISSING]" in out
     # every attempt's exact raw request, the first turn's too
-    first = read_raw(http_run, f"raw/{INCOMPLETE_CASE}/turn-01.attempt-01.request.json").decode()
+    first = read_raw(http_run, answer_requests(http_run, INCOMPLETE_CASE)[0]).decode()
     body_line = next(line for line in first.splitlines() if '"body":' in line)
     assert body_line.strip() in out
     as_json = _run("-m", "parquet_agent.report.case_audit", str(http_run), "--question", "Q002",

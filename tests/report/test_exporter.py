@@ -18,7 +18,13 @@ from parquet_agent.report.case_record import INDEX_COLUMNS, TOOL_COUNT_FIELDS
 from parquet_agent.report.exporter import PROVENANCE, export_run
 from parquet_agent.store import CaseFinished, CaseStarted, RunStore, freeze, read_raw
 from tests.harness_corpus import CANARY
-from tests.report.conftest import HOSTILE, INCOMPLETE_CASE, MISSING_REQUEST, fresh_copy
+from tests.report.conftest import (
+    HOSTILE,
+    INCOMPLETE_CASE,
+    MISSING_REQUEST,
+    answer_requests,
+    fresh_copy,
+)
 
 OUTPUTS = {"cases", "cases-index.json", "cases-index.csv", "summary.json", "report.html",
            PROVENANCE}
@@ -141,7 +147,8 @@ def test_incomplete_and_failed_cases_are_marked_never_invented(http_run, tmp_pat
     assert inc["final_answer"] is None and inc["judgment"] is None
     assert inc["final_request"] is None  # no successful answer turn after the tool calls
     latest = inc["latest_request"]
-    assert latest["path"].endswith("turn-02.attempt-02.request.json")
+    sent = [p for p in answer_requests(run_dir, INCOMPLETE_CASE) if p != MISSING_REQUEST]
+    assert latest["path"] == sent[-1]  # the last journaled request that reached the store
     assert latest["text"].encode() == read_raw(run_dir, latest["path"])
     assert inc["incomplete"]["latest_request_path"] == latest["path"]
     # the two real tool outputs were sent in the latest request; the late one never was
@@ -244,6 +251,10 @@ def test_the_exporter_loads_no_model_sdk_and_no_query_engine(offline_run, tmp_pa
     loaded = set(eval(proc.stdout))  # a printed list of module names
     assert "parquet_agent.report.exporter" in loaded
     assert not loaded & {"openai", "anthropic", "google", "duckdb", "pyarrow",
-                         "parquet_agent.tools", "parquet_agent.models.openai_chat",
+                         "parquet_agent.models.openai_chat",
                          "parquet_agent.models.anthropic_messages", "parquet_agent.models.gemini",
                          "parquet_agent.corpus.snapshot", "parquet_agent.corpus.index"}
+    # the journal's records include the tools' result records (`tools.result`: dataclasses
+    # only); no other tools module (facade, sandbox, pool, worker, ...) is loaded
+    tools = {m for m in loaded if m.startswith("parquet_agent.tools.")}
+    assert tools <= {"parquet_agent.tools.result"}, tools

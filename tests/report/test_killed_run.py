@@ -16,6 +16,7 @@ from parquet_agent.models.fakes import FakeReply, FakeToolCall, openai_server
 from parquet_agent.models.fakes.server import slow
 from parquet_agent.report.exporter import export_run
 from parquet_agent.store import read_raw
+from parquet_agent.transcript.rawview import request_name
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -69,7 +70,9 @@ provider = "rubric"
     assert record["status_reason"].startswith("unfinished")
     assert record["final_answer"] is None and record["judgment"] is None
     latest = record["latest_request"]
-    assert latest["path"] == "raw/Q001__m__sql/turn-02.attempt-01.request.json"
+    # no journal names it: only its raw name says which request it was (rawview.request_name)
+    name = request_name(latest["path"])
+    assert (name.label, name.turn, name.number) == ("Q001__m__sql/turn-02", 2, 1)
     assert latest["text"].encode() == read_raw(run_dir, latest["path"])
     # the request was on disk before it was sent, but no attempt record was journaled for it
     assert [a["label"] for a in record["attempts"]] == ["Q001__m__sql/turn-01"]

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from parquet_agent.explore.sections import report_extras
 from parquet_agent.report.exporter import export_run
-from tests.report.conftest import INCOMPLETE_CASE, MISSING_REQUEST, fresh_copy
+from tests.report.conftest import INCOMPLETE_CASE, MISSING_REQUEST, answer_requests, fresh_copy
 
 pytestmark = pytest.mark.browser
 
@@ -80,10 +80,11 @@ def test_a_case_expands_to_its_six_sections_in_order(page, report):
     expect(sec(2)).to_contain_text("requested_by_model")
     expect(sec(3)).to_contain_text("SELECT count(*) AS n FROM filings")
     expect(sec(4)).to_contain_text('"method": "POST"')  # the exact HTTP envelope
-    expect(sec(4)).to_contain_text("turn-02.attempt-01.request.json")
+    final = answer_requests(report.parent, case)[-1]  # the final-answer request, from records
+    expect(sec(4)).to_contain_text(final)
     expect(sec(5)).to_contain_text("JUDGE_INPUT_JSON")
     expect(sec(5)).to_contain_text("Rubric (no model)")
-    expect(sec(6)).to_contain_text("parquet-agent raw . raw/Q001__fake-a__sql/turn-01")
+    expect(sec(6)).to_contain_text(f"parquet-agent raw . {answer_requests(report.parent, case)[0]}")
     exact = sec(4).locator("pre").first
     expect(exact).to_contain_text('"body": "{')  # the body is a JSON string inside the envelope
     sec(4).get_by_role("button", name="pretty view").first.click()
@@ -126,7 +127,8 @@ def test_an_incomplete_case_shows_latest_context_missing_requests_and_unsent_out
     expect(sec1).to_contain_text("(none: no answer was given)")
     sec4 = detail.locator('section[data-section="4"]')
     expect(sec4).to_contain_text("latest context actually sent")
-    expect(sec4).to_contain_text("turn-02.attempt-02.request.json")
+    sent = [p for p in answer_requests(report.parent, INCOMPLETE_CASE) if p != MISSING_REQUEST]
+    expect(sec4).to_contain_text(sent[-1])
     expect(sec4).to_contain_text(MISSING_REQUEST)
     expect(sec4).to_contain_text("not in the latest request: late-1")
     expect(detail.locator('section[data-section="5"]')).to_contain_text("Not judged")

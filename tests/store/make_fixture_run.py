@@ -1,14 +1,15 @@
-"""Writes tests/store/fixtures/run-v1: a small run folder in store format 1 (checked in).
+"""Writes tests/store/fixtures/run-v<N>: a small run folder in journal schema version N, the
+current one (checked in).
 
-Run it only when the on-disk format changes on purpose, with a new folder name (run-v2, ...):
-`test_store_fixture.py` keeps reading every old one.
+Run it only when the on-disk format changes on purpose: it writes a new folder (run-v1 was
+written by schema version 1, run-v2 by version 2, ...) and never touches the old ones, which the
+tests keep reading through the versioned reader.
 """
 
 from __future__ import annotations
 
 import shutil
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -24,12 +25,14 @@ from parquet_agent.store import (  # noqa: E402
     RunStore,
     ToolCallEvent,
 )
+from parquet_agent.transcript import SCHEMA_VERSION  # noqa: E402
 
 
 def main() -> None:
     target = Path(__file__).parent / "fixtures"
-    shutil.rmtree(target / "run-v1", ignore_errors=True)
-    run = RunStore(target).create(make_config(target), make_frozen(), run_id="run-v1")
+    name = f"run-v{SCHEMA_VERSION}"
+    shutil.rmtree(target / name, ignore_errors=True)
+    run = RunStore(target).create(make_config(target), make_frozen(), run_id=name)
     for i, finish in ((1, True), (2, False)):
         case = f"Q00{i}__flash__sql"
         j = run.journal(case)
@@ -38,9 +41,9 @@ def main() -> None:
             label = f"{case}/turn-{turn:02d}"
             req = run.raw.write(f"{label}/attempt-1.request.json", body)
             resp = run.raw.write(f"{label}/attempt-1.response.json", b'{"id":"r%d"}' % turn)
-            j.append(ModelAttempt(label, asdict(make_attempt(label))))
+            j.append(ModelAttempt(label, make_attempt(label)))
             j.append(ModelTurn(turn=turn, label=label, request_path=req, response_path=resp,
-                               reply=asdict(make_reply(text=f"answer {turn}"))))
+                               reply=make_reply(text=f"answer {turn}")))
             j.append(ToolCallEvent(turn=turn, call_id=f"c{turn}", name="sql", arguments={},
                                    ok=True, model_text="rows " * 400))
         if finish:
@@ -49,7 +52,7 @@ def main() -> None:
             j.append(CaseFinished(status="complete", answer="answer 2", wall_ms=12.0))
     run.raw.write("meta/models.json", b'{"data":[{"id":"m"}]}')
     run.close()
-    (target / "run-v1" / ".lock").unlink()
+    (target / name / ".lock").unlink()
 
 
 if __name__ == "__main__":

@@ -40,9 +40,9 @@ _PLAYER = textwrap.dedent("""
             req = run.raw.write(f"{label}/attempt-1.request.json", body)
             reply = make_reply(calls=[("sql", {"query": "SELECT 1"})])
             resp = run.raw.write(f"{label}/attempt-1.response.json", json.dumps(asdict(reply)).encode())
-            j.append(ModelAttempt(label, asdict(make_attempt(label))))
+            j.append(ModelAttempt(label, make_attempt(label)))
             j.append(ModelTurn(turn=turn, label=label, request_path=req, response_path=resp,
-                               reply=asdict(reply)))
+                               reply=reply))
             print("turn", case, turn, flush=True)
             j.append(ToolCallEvent(turn=turn, call_id=f"c{turn}", name="sql", arguments={}, ok=True,
                                    model_text="row " * (300 * turn)))

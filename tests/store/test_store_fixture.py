@@ -1,18 +1,23 @@
-"""A checked-in run folder of store format 1 stays readable (see make_fixture_run.py)."""
+"""Checked-in run folders of every journal schema version stay readable (make_fixture_run.py):
+run-v1 was written by version 1, run-v2 by version 2 (chained, untyped lines), run-v3 by
+version 3 (typed); the older ones read through the versioned reader."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from parquet_agent.store import RunStore, read_raw
+import pytest
+
+from parquet_agent.store import ModelAttempt, RunStore, read_raw
 
 from tests.store.store_fixtures import conversation_bodies
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def test_format_1_run_reads_verifies_and_replays():
-    run = RunStore(FIXTURES).open("run-v1")  # read-only: the fixture is never written
+@pytest.mark.parametrize("name", ["run-v1", "run-v2", "run-v3"])
+def test_checked_in_run_reads_verifies_and_replays(name):
+    run = RunStore(FIXTURES).open(name)  # read-only: the fixture is never written
     report = run.verify()
     assert report.ok and report.bodies_checked == 13, str(report)
     assert run.manifest["schema_version"] == 1 and run.manifest["question_ids"] == ["Q001", "Q002"]
@@ -27,5 +32,10 @@ def test_format_1_run_reads_verifies_and_replays():
     assert replay.tool_results[(2, "c2")].model_text == "rows " * 400  # offloaded, resolved
     cases = run.cases_df().set_index("case_id")
     assert cases.loc["Q001__flash__sql", "correctness"] == 75.0
-    assert cases.loc["Q002__flash__sql", "status"] == "unfinished"
-    assert RunStore(FIXTURES).list().set_index("run_id").loc["run-v1", "status"] == "partial"
+    assert cases.loc["Q002__flash__sql", "status"] == "incomplete"  # the contract's name
+    assert not cases.loc["Q002__flash__sql", "finished"]
+    assert RunStore(FIXTURES).list().set_index("run_id").loc[name, "status"] == "partial"
+    # every line says its schema version; older attempts get their role from the reader
+    events = run.case_events("Q001__flash__sql")
+    assert {e.schema_version for e in events} == {int(name[-1])}
+    assert {e.payload.role for e in events if isinstance(e.payload, ModelAttempt)} == {"answer"}

@@ -20,7 +20,8 @@ from parquet_agent.store import (
     ToolCallEvent,
     read_journal,
 )
-from parquet_agent.store.records import attempt_from_dict
+from parquet_agent.tools.result import Timings
+from parquet_agent.transcript import SCHEMA_VERSION
 
 from tests.store.store_fixtures import make_attempt
 
@@ -28,13 +29,11 @@ from tests.store.store_fixtures import make_attempt
 def test_events_round_trip_typed(tmp_path):
     journal = Journal(tmp_path / "journal" / "Q1__m__sql.jsonl")
     attempt = make_attempt()
-    from dataclasses import asdict
-
     journal.append(CaseStarted(case_id="Q1__m__sql", question_id="Q1", model="m", strategy="sql"))
-    journal.append(ModelAttempt(label="Q1__m__sql/turn-01", attempt=asdict(attempt)))
+    journal.append(ModelAttempt(label="Q1__m__sql/turn-01", attempt=attempt))
     journal.append(ToolCallEvent(turn=1, call_id="c1", name="sql", arguments={"query": "SELECT 1"},
                                  ok=True, model_text='{"rows":[[1]]}', output={"rows": [[1]]},
-                                 timings={"total_ms": 3.5}))
+                                 timings=Timings(total_ms=3.5)))
     journal.append(CaseFinished(status="complete", answer="42"))
     journal.close()
     read = read_journal(journal.path)
@@ -43,10 +42,13 @@ def test_events_round_trip_typed(tmp_path):
                                               "case_finished"]
     assert [e.seq for e in read.events] == [0, 1, 2, 3]
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", e.at) for e in read.events)
-    assert attempt_from_dict(read.events[1].payload().attempt) == attempt
-    assert read.events[2].payload().arguments == {"query": "SELECT 1"}
+    assert read.events[1].payload.attempt == attempt  # typed all the way down
+    assert read.events[1].payload.role == "answer"
+    assert read.events[2].payload.arguments == {"query": "SELECT 1"}
+    assert read.events[2].payload.timings == Timings(total_ms=3.5)
     line = json.loads(journal.path.read_text().splitlines()[0])
-    assert line["schema_version"] == 2 and len(line["chain"]) == 32 and line["event"] == "case_started"
+    assert line["schema_version"] == SCHEMA_VERSION and len(line["chain"]) == 32
+    assert line["event"] == "case_started"
     with pytest.raises(ValueError):
         CaseFinished(status="done")
 
@@ -119,7 +121,7 @@ def test_sigkill_mid_append_keeps_every_acknowledged_event(tmp_path):
     read = read_journal(path)  # the last kill may have left a torn line: skipped, not an error
     assert [e.seq for e in read.events] == list(range(len(read.events)))
     for session, got in acked.items():
-        written = [e.data["turn"] for e in read.events if e.data["call_id"] == session]
+        written = [e.payload.turn for e in read.events if e.payload.call_id == session]
         # in order, no gaps, and everything acknowledged is there (maybe one more, unacknowledged)
         assert written == list(range(len(written)))
         assert len(written) >= len(got) and len(written) - len(got) <= 1
@@ -128,7 +130,8 @@ def test_sigkill_mid_append_keeps_every_acknowledged_event(tmp_path):
 def test_append_many_is_one_durable_write_with_consecutive_seqs(tmp_path):
     journal = Journal(tmp_path / "c.jsonl")
     journal.append(CaseStarted(case_id="c", question_id="Q", model="m", strategy="sql"))
-    events = journal.append_many([ModelAttempt("l", {"number": 1}), ModelAttempt("l", {"number": 2}),
+    events = journal.append_many([ModelAttempt("l", make_attempt("l", number=1)),
+                                  ModelAttempt("l", make_attempt("l", number=2)),
                                   CaseFinished(status="complete")])
     assert [e.seq for e in events] == [1, 2, 3] and len({e.at for e in events}) == 1
     with pytest.raises(TypeError):

@@ -23,7 +23,6 @@ from parquet_agent.store import (
     RunStore,
     ToolCallEvent,
     code_hash,
-    reply_from_dict,
 )
 
 from tests.store.store_fixtures import SNAPSHOT, make_attempt, make_config, make_frozen, make_reply
@@ -42,11 +41,11 @@ def play_case(run, question="Q001", model="flash", strategy="sql", *, finish=Tru
         req = run.raw.write(f"{label}/attempt-1.request.json", f'{{"turn":{turn}}}'.encode())
         resp = run.raw.write(f"{label}/attempt-1.response.json", json.dumps(asdict(reply)).encode())
         if retry and turn == 1:
-            j.append(ModelAttempt(label, asdict(make_attempt(label, outcome="retry", usd=None))))
-        j.append(ModelAttempt(label, asdict(make_attempt(label, number=1 + (retry and turn == 1),
-                                                          usd=usd))))
+            j.append(ModelAttempt(label, make_attempt(label, outcome="retry", usd=None)))
+        j.append(ModelAttempt(label, make_attempt(label, number=1 + (retry and turn == 1),
+                                                          usd=usd)))
         j.append(ModelTurn(turn=turn, label=label, request_path=req, response_path=resp,
-                           reply=asdict(reply)))
+                           reply=reply))
         if reply.tool_calls:
             j.append(ToolCallEvent(turn=turn, call_id="call_0", name="sql",
                                    arguments={"query": "SELECT 1"}, ok=True, model_text="[[1]]",
@@ -55,8 +54,8 @@ def play_case(run, question="Q001", model="flash", strategy="sql", *, finish=Tru
         return case
     run.raw.write(f"{case}/judge/attempt-1.request.json", b'{"judge":1}')
     run.raw.write(f"{case}/judge/attempt-1.response.json", b'{"correctness":80}')
-    j.append(JudgeAttempt(f"{case}/judge", asdict(make_attempt(f"{case}/judge", purpose="judge",
-                                                                usd=None))))
+    j.append(JudgeAttempt(f"{case}/judge", make_attempt(f"{case}/judge", purpose="judge",
+                                                                usd=None)))
     j.append(Judgment(judge="judge", correctness=score, citation_support=score,
                       rationale="ok", scored=score is not None))
     j.append(CaseFinished(status="complete", answer="42", wall_ms=150.0))
@@ -136,7 +135,7 @@ def test_replay_gives_saved_turns_and_tool_results(tmp_path):
     assert run.completed_cases() == set()
     replay = run.replay(case)
     assert [t.turn for t in replay.turns] == [1, 2] and not replay.done
-    first = reply_from_dict(replay.turns[0].reply)
+    first = replay.turns[0].reply  # the Reply record itself, typed all the way down
     assert first == make_reply(calls=[("sql", {"query": "SELECT 1"})])
     assert first.message.provider_data == {"google": {"sig": "abc"}}
     assert replay.tool_results[(1, "call_0")].model_text == "[[1]]"
@@ -155,7 +154,7 @@ def test_verify_finds_tampering_in_manifest_raw_and_journal(tmp_path):
     report = run.verify()
     assert report.ok and report.bodies_checked == 6, report
     ghost = make_attempt("Q002__flash__sql/turn-01")  # refers to raw files never written
-    run.journal("Q002__flash__sql").append(ModelAttempt(ghost.label, asdict(ghost)))
+    run.journal("Q002__flash__sql").append(ModelAttempt(ghost.label, ghost))
     assert "refers to raw/Q002__flash__sql/turn-01/attempt-1.request.json" in str(run.verify())
     run.close()
     manifest = run.dir / "manifest.json"
@@ -176,8 +175,8 @@ def test_tables_summary_and_ledgers(tmp_path):
     run = store.create(make_config(tmp_path), make_frozen(), run_id="r1")
     rj = run.run_journal()
     rj.append(RunStarted(session=0, pid=1))
-    rj.append(ModelAttempt("health/flash", asdict(make_attempt("health/flash", purpose="health",
-                                                               usd=0.0001))))
+    rj.append(ModelAttempt("health/flash", make_attempt("health/flash", purpose="health",
+                                                               usd=0.0001)))
     play_case(run, "Q001", "flash", "sql", score=100.0, retry=True)
     play_case(run, "Q002", "flash", "sql", score=50.0)
     play_case(run, "Q001", "flash", "sql+stream", score=None)  # unscored: missing, never 0
@@ -187,17 +186,17 @@ def test_tables_summary_and_ledgers(tmp_path):
     cases = run.cases_df().set_index("case_id")
     planned = run.planned_case_ids()  # never-started cases of the frozen grid are rows too
     assert len(cases) == len(planned) == 8 and set(cases.index) == set(planned)
-    assert (cases.loc[cases["sessions"] == 0, "status"] == "unfinished").all()
+    assert (cases.loc[cases["sessions"] == 0, "status"] == "incomplete").all()
     assert cases.loc["Q001__flash__sql", "api_attempts"] == 4  # 2 turns + 1 retry + judge
     assert cases.loc["Q001__flash__sql", "cost_unknown_attempts"] == 2  # retry and judge
-    assert cases.loc["Q002__base__sql", "status"] == "unfinished"
+    assert cases.loc["Q002__base__sql", "status"] == "incomplete"
     assert cases["correctness"].isna().sum() == 2 + 4  # unscored + unjudged + never started
 
     summary = run.summary().set_index(["model", "strategy"])
     row = summary.loc[("flash", "sql")]
-    assert row["cases"] == 2 and row["completed"] == 2 and row["correctness"] == 75.0
+    assert row["cases"] == 2 and row["complete"] == 2 and row["correctness"] == 75.0
     assert row["correctness_low"] <= 75.0 <= row["correctness_high"]
-    assert row["tool_calls"] == 2 and row["cache_hits"] == 2 and row["latency_p50_ms"] == 150.0
+    assert row["processed"] == 2 and row["cache_hits"] == 2 and row["latency_p50_ms"] == 150.0
     assert summary.loc[("flash", "sql+stream"), "scored"] == 0
     assert summary.loc[("base", "sql"), "completion_rate"] == 0.0
 
@@ -210,8 +209,9 @@ def test_tables_summary_and_ledgers(tmp_path):
 
     figures = run.run_figures()
     assert figures["wall_ms"] == 1234.0 and figures["peak_rss_bytes"] == 300 << 20
-    assert figures["api_attempts"] == len(attempts) == 13
-    assert figures["cost_usd"] == pytest.approx(0.0001 + 8 * 0.001)
+    activity = run.fold().activity()
+    assert activity["api_attempts"] == len(attempts) == 13
+    assert activity["cost_usd_known"] == pytest.approx(0.0001 + 8 * 0.001)
 
     # an aborted run and a development run without a manifest still count in the store ledger
     aborted = store.create(make_config(tmp_path), make_frozen(), run_id="r2")
@@ -258,7 +258,7 @@ def test_large_tool_texts_are_offloaded_and_finished_journals_sealed(tmp_path):
     assert on_disk[1]["model_text"] is None and on_disk[1]["offloaded"].startswith("raw/Q001")
     assert on_disk[2]["model_text"] == "short" and on_disk[2]["offloaded"] is None
     assert run.replay(case).tool_results[(1, "call/1")].model_text == text
-    assert run.case_events(case)[1].data["output"] == {"rows": list(range(10))}
+    assert run.case_events(case)[1].payload.output == {"rows": list(range(10))}
 
     j.append(CaseFinished(status="complete", answer="x"))
     journal_dir = run.dir / "journal"

@@ -17,7 +17,7 @@ import pytest
 
 from parquet_agent.store import RawStore, RunStore, read_journal
 from parquet_agent.store.blobs import _Pack
-from parquet_agent.store.journal import frame_line
+from parquet_agent.transcript.codec import frame_line
 from tests.store.store_fixtures import conversation_bodies, make_config, make_frozen
 from tests.store.test_store_run import play_case
 

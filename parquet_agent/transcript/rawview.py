@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -162,3 +163,32 @@ def sent_tool_results(body: Any) -> tuple[set[str], int]:
             else:
                 anonymous += 1
     return ids, anonymous
+
+
+# -- raw names --------------------------------------------------------------------------------
+
+# Requests are journaled with their attempt, after the bytes are durable. A process killed in
+# between leaves a request that only the raw store knows, under the name `models.transport`
+# gives it: `<label>.attempt-NN.request.json` (`~N` for a rewrite). This is the one place that
+# reads those names; everything the journal holds is read from the journal.
+_REQUEST_NAME = re.compile(r"^(?:raw/)?(?P<label>.+)\.attempt-(?P<number>\d+)\.request\.json"
+                           r"(?:~\d+)?$")
+_ANSWER_LABEL = re.compile(r"/turn-(\d+)$")
+
+
+@dataclass(frozen=True)
+class RequestName:
+    path: str
+    label: str
+    number: int  # attempt number
+    turn: int | None  # answer turn number; None for judge and health requests
+
+
+def request_name(path: str) -> RequestName | None:
+    """What a raw request's name says (None for anything that is not a request)."""
+    m = _REQUEST_NAME.match(path)
+    if m is None:
+        return None
+    turn = _ANSWER_LABEL.search(m.group("label"))
+    return RequestName(path, m.group("label"), int(m.group("number")),
+                       int(turn.group(1)) if turn else None)
