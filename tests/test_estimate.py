@@ -67,11 +67,13 @@ def test_run_prints_the_estimate_first_and_checks_the_actual_cost_after(corpus, 
 
 
 def test_unknown_cost_is_unknown_in_the_cli_summary_never_zero():
+    # Run.summary()'s columns: summary.json's by_model_strategy figures, flattened
     summary = pd.DataFrame([{
-        "model": "local", "strategy": "sql", "cases": 2, "completed": 2, "correctness": 50.0,
+        "model": "local", "strategy": "sql", "cases": 2, "complete": 2, "correctness": 50.0,
         "correctness_low": 0.0, "correctness_high": 100.0, "citation_support": float("nan"),
-        "citation_low": float("nan"), "citation_high": float("nan"), "tool_calls": 2,
-        "cost_usd": 0.0, "cost_unknown_attempts": 4, "latency_p50_ms": 12.0}])
+        "citation_support_low": float("nan"), "citation_support_high": float("nan"),
+        "processed": 2, "cost_usd_known": 0.0, "cases_with_unknown_cost": 2,
+        "latency_p50_ms": 12.0}])
     text = summary_text(summary)
     cost_column = text.splitlines()[1].split()[-2]  # the row's cost, before p50 ms
     assert cost_column == "unknown", text
