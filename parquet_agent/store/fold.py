@@ -87,6 +87,7 @@ class CaseView:
     answer: str | None
     forced_final: bool
     started: CaseStarted | None  # the first case_started
+    node: str | None  # the engine node of the last session (None: local)
     sessions: int
     failures: tuple[tuple[str, CaseFailed], ...]  # (at, failure)
     turns: tuple[ModelTurn, ...]  # successful answer turns by number (last one wins)
@@ -240,6 +241,8 @@ def fold_case(case_id: str, events: tuple[Event, ...],
         status_reason=reason, finished=finished is not None, answer=answer_text,
         forced_final=bool(final_turn and final_turn.final),
         started=started and started.payload,
+        node=next((e.payload.node for e in reversed(events)
+                   if isinstance(e.payload, CaseStarted)), None),
         sessions=sum(isinstance(e.payload, CaseStarted) for e in events),
         failures=tuple(failures), turns=tuple(turns), final_turn=final_turn,
         attempts=tuple(attempts), tool_calls=tuple(tools),
@@ -344,14 +347,14 @@ class RunFold:
 
 
 def node_figures(cases: Iterable[CaseView], wall_ms: float | None) -> dict[str, Any]:
-    """Per engine node (Ray runs only): cases finished there and cases per minute of wall;
-    `{}` for a local run (its summary.json has no `nodes`)."""
+    """Per engine node (Ray runs only): cases finished there (the node of a case's last
+    session) and cases per minute of wall; `{}` for a local run (its summary.json has no
+    `nodes`)."""
     nodes: dict[str, dict[str, Any]] = {}
     for c in cases:
-        node = c.started.node if c.started is not None else None
-        if node is None or not c.finished:
+        if c.node is None or not c.finished:
             continue
-        entry = nodes.setdefault(node, {"cases": 0, "case_s": 0.0})
+        entry = nodes.setdefault(c.node, {"cases": 0, "case_s": 0.0})
         entry["cases"] += 1
         entry["case_s"] += (c.timing["wall_ms"] or 0.0) / 1000
     for entry in nodes.values():
