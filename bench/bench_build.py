@@ -4,6 +4,10 @@
     .venv/bin/python bench/bench_build.py --scale full  --out /work/scale/full
     .venv/bin/python bench/bench_build.py --rows 2000 --out /tmp/sample      # any size
     .venv/bin/python bench/bench_build.py --real-only                         # only the real ratio
+    .venv/bin/python bench/bench_build.py --derive-from /work/scale/tenth --scale full --out /work/scale/full
+
+`--derive-from SRC` writes the rows as re-keyed copies of the built corpus SRC instead of
+rendering them (`derive_scale.py` says exactly how, and how that differs from a real build).
 
 Writes a `BUILDING` marker into the output folder while building (other benchmarks wait for it
 to disappear), samples the peak RSS of the whole process tree, and prints one JSON object:
@@ -92,6 +96,23 @@ class _PeakRss:
         self._thread.join()
 
 
+def _derived(args: argparse.Namespace, rows: int, rss: _PeakRss) -> int:
+    """--derive-from: re-keyed copies of a built corpus; CPU seconds of this process tree."""
+    import resource
+
+    from derive_scale import derive_corpus
+
+    started = time.process_time()
+    result = derive_corpus(args.derive_from.resolve(), args.out, rows, jobs=args.jobs or 2)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result["cpu_seconds"] = round(time.process_time() - started + children.ru_utime + children.ru_stime, 1)
+    result["peak_rss_mib"] = round(rss.peak / 2**20)
+    result["disk_bytes"] = sum(f["bytes"] for f in result["files"])
+    result["row_groups"] = sum(f["row_groups"] for f in result["files"])
+    print(json.dumps({"derive": result}, indent=2))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", choices=sorted(SCALES), help="named size (rows)")
@@ -100,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=None, help="worker processes (default 2 for big builds)")
     ap.add_argument("--real-only", action="store_true", help="only measure the real filings' ratio")
+    ap.add_argument("--derive-from", type=Path, help="copy this built corpus, re-keyed, instead of rendering")
     args = ap.parse_args(argv)
     result: dict = {}
     if not args.real_only:
@@ -111,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         marker.write_text(f"bench_build.py pid {os.getpid()} started {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
         try:
             with _PeakRss() as rss:
+                if args.derive_from:
+                    return _derived(args, rows, rss)
                 r = build_corpus(args.out, rows=rows, seed=args.seed, jobs=args.jobs)
         finally:
             marker.unlink(missing_ok=True)

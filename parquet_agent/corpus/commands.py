@@ -2,7 +2,8 @@
 
     corpus build --rows N --out DIR [--seed S] [--jobs J]   synthetic corpus (+ questions, manifest), then index
     corpus prepare SRC --out DIR                 rewrite any corpus into the tool-ready layout
-    corpus index DIR [--skip-only|--no-skip-index]  build DIR/_index/ (locations + issuer headers)
+    corpus index DIR [--skip-only|--no-skip-index] [--jobs J]
+                                                 build DIR/_index/ (locations + issuer headers)
                                                  and DIR/_skip/ (data-skipping index of parsed_md)
     corpus verify DIR [--manifest FILE]          compare DIR with a manifest; say if tool-ready
     corpus import SRC --out DIR                  real EDGAR filings -> a tool-ready corpus
@@ -28,11 +29,12 @@ def _build(args: argparse.Namespace) -> int:
                           overwrite=args.overwrite)
     print(result.summary())
     # the snapshot the manifest recorded a moment ago: no second pass hashing every file
-    _sidecars(out, read_corpus_manifest(out).snapshot)
+    _sidecars(out, read_corpus_manifest(out).snapshot, jobs=args.jobs)
     return 0
 
 
-def _sidecars(folder: Path, snapshot, *, index: bool = True, skip: bool = True) -> None:
+def _sidecars(folder: Path, snapshot, *, index: bool = True, skip: bool = True,
+              jobs: int | None = None) -> None:
     """The sidecar index (`_index/`) and the data-skipping index (`_skip/`) of `folder`."""
     from parquet_agent.corpus.index import build_index
     from parquet_agent.corpus.skipindex import build_skip_index
@@ -42,7 +44,7 @@ def _sidecars(folder: Path, snapshot, *, index: bool = True, skip: bool = True) 
     if index:
         print(build_index(folder, snapshot=snapshot).summary())
     if skip:
-        print(build_skip_index(folder, snapshot=snapshot).summary())
+        print(build_skip_index(folder, snapshot=snapshot, jobs=jobs).summary())
 
 
 def _prepare(args: argparse.Namespace) -> int:
@@ -63,7 +65,8 @@ def _index(args: argparse.Namespace) -> int:
         from parquet_agent.errors import UsageError
 
         raise UsageError("--skip-only and --no-skip-index exclude each other")
-    _sidecars(Path(args.dir), None, index=not args.skip_only, skip=not args.no_skip_index)
+    _sidecars(Path(args.dir), None, index=not args.skip_only, skip=not args.no_skip_index,
+              jobs=args.jobs)
     return 0
 
 
@@ -89,7 +92,8 @@ def register(subparsers) -> None:
     p.add_argument("--rows", type=int, required=True, help="number of filing rows")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same files)")
-    p.add_argument("--jobs", type=int, help="worker processes (default: 2, or 1 below 20,000 rows)")
+    p.add_argument("--jobs", type=int, help="worker processes for the build and the data-skipping "
+                   "index (default: 2, or 1 for small corpora)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace a corpus in --out that was built with other rows or seed")
     p.set_defaults(handler=_build)
@@ -117,6 +121,8 @@ def register(subparsers) -> None:
                    help="build only the data-skipping index (e.g. for a corpus indexed before it existed)")
     p.add_argument("--no-skip-index", action="store_true",
                    help="do not build the data-skipping index (whole-corpus text queries then scan)")
+    p.add_argument("--jobs", type=int,
+                   help="worker processes for the data-skipping index (default: 2, or 1 for small corpora)")
     p.set_defaults(handler=_index)
 
     p = sub.add_parser(

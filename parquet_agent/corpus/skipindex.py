@@ -29,9 +29,11 @@ snapshot_id, parameters, counts), `bits.npy` (uint8 [2**bits, ceil(P/8)]),
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -49,6 +51,8 @@ SKIP_DIR = "_skip"
 GRAM = 4
 FILTER_BITS = 14  # 2**14 bits = 2 KiB per ~128 KiB page of Markdown (~6 % of its zstd bytes)
 CHUNK = 64  # pages summarised at once before their bits are packed (a multiple of 8)
+BLOCK = 8 * CHUNK  # pages per task of a (parallel) build: 1 MiB of packed bits at 2**14
+PARALLEL_FROM_PAGES = 2 * BLOCK  # smaller corpora build in-process: starting workers costs more
 _MUL = 0x9E3779B1  # an odd 32-bit multiplier (Fibonacci hashing)
 # Non-ASCII characters whose lower or upper case (DuckDB) or case folding (RE2) is ASCII:
 # 'İ' -> 'i', Kelvin sign -> 'k' (lower); 'ı' -> 'I', 'ſ' -> 'S' (upper). Checked against DuckDB
@@ -194,19 +198,27 @@ def _page_text(page: _Page, fds: dict, formats: dict) -> bytes | None:
 
 
 def build_skip_index(folder: str | Path, *, snapshot: CorpusSnapshot | None = None,
-                     n: int = GRAM, bits: int = FILTER_BITS) -> SkipSummary:
-    """Build `folder/_skip/` for the snapshot's files (one pass over the Markdown pages)."""
+                     n: int = GRAM, bits: int = FILTER_BITS, jobs: int | None = None,
+                     block: int = BLOCK) -> SkipSummary:
+    """Build `folder/_skip/` for the snapshot's files (one pass over the Markdown pages).
+
+    `jobs` worker processes summarise blocks of `block` pages (a multiple of 8) each (default
+    jobs: 2, or 1 below PARALLEL_FROM_PAGES pages); `bits.npy` and `pages.parquet` are the same
+    bytes whatever `jobs` and `block` are.
+    """
+    if block <= 0 or block % 8:
+        raise ValueError(f"block must be a positive multiple of 8 pages, got {block}")
     started = time.monotonic()
     folder = Path(folder)
     snapshot = snapshot or CorpusSnapshot.take(folder)
     pages, formats = _walk_pages(folder, snapshot)
-    fds = {e.name: os.open(folder / e.name, os.O_RDONLY) for e in snapshot.files}
+    if jobs is None:
+        jobs = 1 if len(pages) < PARALLEL_FROM_PAGES else min(2, os.cpu_count() or 1)
     tmp = folder / f"{SKIP_DIR}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
-        rule = GramRule(n, bits)
-        matrix, text_bytes, unsafe = _summarise(pages, rule, fds, formats)
+        matrix, text_bytes, unsafe = _summarise(folder, pages, formats, n, bits, max(1, int(jobs)), block)
         np.save(tmp / "bits.npy", matrix)
         pq.write_table(pa.table({
             "file": [p.file for p in pages], "row_group": [p.row_group for p in pages],
@@ -226,34 +238,69 @@ def build_skip_index(folder: str | Path, *, snapshot: CorpusSnapshot | None = No
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    finally:
-        for fd in fds.values():
-            os.close(fd)
     return SkipSummary(folder, len(pages), size, seconds)
 
 
-def _summarise(pages: list[_Page], rule: GramRule, fds: dict, formats: dict):
-    """The bit-sliced filters, each page's text bytes, and which pages hold UNSAFE_FOLD text."""
-    slots = 1 << rule.bits
-    matrix = np.zeros((slots, (len(pages) + 7) // 8), np.uint8)
+def _summarise(folder: Path, pages: list[_Page], formats: dict, n: int, bits: int, jobs: int,
+               block: int):
+    """The bit-sliced filters, each page's text bytes, and which pages hold UNSAFE_FOLD text.
+
+    Blocks of `block` pages (a multiple of 8: a block fills whole bytes of every bit slice) are
+    summarised alone, in this process or in `jobs` spawned workers, and copied in place."""
+    matrix = np.zeros((1 << bits, (len(pages) + 7) // 8), np.uint8)
     text_bytes = np.zeros(len(pages), np.int64)
     unsafe = np.zeros(len(pages), bool)
-    for lo in range(0, len(pages), CHUNK):
-        chunk = np.zeros((slots, CHUNK), bool)
-        for j, page in enumerate(pages[lo : lo + CHUNK]):
-            text = _page_text(page, fds, formats)
-            if text is None:  # never ruled out; its size bounds what reading it costs
-                chunk[:, j] = True
-                unsafe[lo + j] = True
-                text_bytes[lo + j] = page.size if page.offset < 0 else 8 * page.size
-                continue
-            text_bytes[lo + j] = len(text)
-            unsafe[lo + j] = any(b in text for b in _UNSAFE_BYTES)
-            chunk[rule.positions(text), j] = True
-        packed = np.packbits(chunk, axis=1, bitorder="little")
-        width = min(CHUNK // 8, matrix.shape[1] - lo // 8)
-        matrix[:, lo // 8 : lo // 8 + width] = packed[:, :width]
+    if not pages:
+        return matrix, text_bytes, unsafe
+    tasks = []
+    for lo in range(0, len(pages), block):
+        part = pages[lo : lo + block]
+        used = {(p.file, p.row_group) for p in part}
+        tasks.append((str(folder), part, {k: formats[k] for k in used if k in formats}, n, bits))
+    if jobs == 1:
+        results = map(_summarise_block, *zip(*tasks))
+        pool = None
+    else:  # spawn: no fork of a process that may hold pyarrow threads
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+        results = pool.map(_summarise_block, *zip(*tasks))
+    try:
+        for lo, (packed, block_bytes, block_unsafe) in zip(range(0, len(pages), block), results):
+            matrix[:, lo // 8 : lo // 8 + packed.shape[1]] = packed
+            text_bytes[lo : lo + len(block_bytes)] = block_bytes
+            unsafe[lo : lo + len(block_unsafe)] = block_unsafe
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     return matrix, text_bytes, unsafe
+
+
+def _summarise_block(folder: str, pages: list[_Page], formats: dict, n: int, bits: int):
+    """One block's bit slices (uint8 [2**bits, ceil(len(pages)/8)]), text bytes, unsafe flags."""
+    rule = GramRule(n, bits)
+    slots = 1 << bits
+    fds = {name: os.open(Path(folder) / name, os.O_RDONLY) for name in {p.file for p in pages}}
+    packed = np.zeros((slots, (len(pages) + 7) // 8), np.uint8)
+    text_bytes = np.zeros(len(pages), np.int64)
+    unsafe = np.zeros(len(pages), bool)
+    try:
+        for lo in range(0, len(pages), CHUNK):
+            chunk = np.zeros((slots, CHUNK), bool)
+            for j, page in enumerate(pages[lo : lo + CHUNK]):
+                text = _page_text(page, fds, formats)
+                if text is None:  # never ruled out; its size bounds what reading it costs
+                    chunk[:, j] = True
+                    unsafe[lo + j] = True
+                    text_bytes[lo + j] = page.size if page.offset < 0 else 8 * page.size
+                    continue
+                text_bytes[lo + j] = len(text)
+                unsafe[lo + j] = any(b in text for b in _UNSAFE_BYTES)
+                chunk[rule.positions(text), j] = True
+            width = min(CHUNK // 8, packed.shape[1] - lo // 8)
+            packed[:, lo // 8 : lo // 8 + width] = np.packbits(chunk, axis=1, bitorder="little")[:, :width]
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    return packed, text_bytes, unsafe
 
 
 def _swap_in(tmp: Path, final: Path) -> None:

@@ -39,6 +39,9 @@ def test_index_builds_the_skipping_index_unless_told_not_to(tmp_path):
     proc = _run("index", str(folder), "--skip-only")
     assert proc.returncode == 0 and proc.stdout.startswith("skipping index: ")
     assert (folder / "_skip" / "skip.json").is_file()
+    serial = (folder / "_skip" / "bits.npy").read_bytes()
+    proc = _run("index", str(folder), "--skip-only", "--jobs", "2")
+    assert proc.returncode == 0 and (folder / "_skip" / "bits.npy").read_bytes() == serial
     proc = _run("index", str(folder), "--skip-only", "--no-skip-index")
     assert proc.returncode == 2 and "exclude each other" in proc.stderr
 

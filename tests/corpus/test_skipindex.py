@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import duckdb
 import numpy as np
 import pytest
@@ -81,3 +83,21 @@ def test_bits_are_sliced_per_filter_bit(corpus):
     bits = np.load(corpus / "_skip" / "bits.npy")
     skip = SkipIndex.open(corpus, CorpusSnapshot.take(corpus).snapshot_id)
     assert bits.shape == (1 << skip.rule.bits, (skip.count + 7) // 8)
+
+
+def test_a_parallel_build_writes_the_same_bytes_as_a_serial_one(corpus):
+    def built(**kwargs) -> dict:
+        build_skip_index(corpus, **kwargs)
+        info = json.loads((corpus / "_skip" / "skip.json").read_text())
+        return {"bits": (corpus / "_skip" / "bits.npy").read_bytes(),
+                "pages": (corpus / "_skip" / "pages.parquet").read_bytes(),
+                "info": {k: v for k, v in info.items() if k not in ("built_at", "build_seconds")}}
+
+    serial = built(jobs=1)
+    pages = serial["info"]["pages"]
+    assert pages > 2 * 8 and pages % 8, "blocks of 8 pages must split it, with a short last block"
+    # two spawned workers, many blocks (the last one short): byte for byte the serial files
+    assert built(jobs=2, block=8) == serial
+    assert built(jobs=1, block=16) == serial
+    with pytest.raises(ValueError, match="multiple of 8"):
+        build_skip_index(corpus, block=12)
