@@ -1,9 +1,10 @@
 """The data-skipping index: whole-corpus text queries pruned vs scanned, index cost, pruning power.
 
-    .venv/bin/python bench/bench_skip.py /work/scale/tenth --repeats 3 [--rebuild] [--grid 40]
+    .venv/bin/python bench/bench_skip.py /work/scale/tenth --repeats 3 [--rebuild --jobs 2] [--grid 40]
 
 In one run, on a built and indexed corpus (`corpus build` / `corpus index`):
-1. with --rebuild: `corpus index DIR --skip-only` in a child: wall and CPU seconds, peak RSS;
+1. with --rebuild: `corpus index DIR --skip-only --jobs J` in a child: wall and CPU seconds (of
+   the whole process tree), peak RSS of its largest process and of the tree (sampled);
 2. index bytes next to the corpus's Parquet bytes;
 3. per literal (a company name, "going concern", a common word) and per shape (`contains`,
    `ILIKE`): the same query through Tools with the index and with `skip_index=False`, calls
@@ -128,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("corpus", type=Path)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--rebuild", action="store_true", help="rebuild the skipping index, timed")
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes of the --rebuild")
+    ap.add_argument("--no-queries", action="store_true", help="skip the query pairs and FP rates")
     ap.add_argument("--grid", type=int, default=0, help="cases of the baseline sql grid (0: skip it)")
     ap.add_argument("--literal", action="append", help="extra literal(s) to measure")
     ap.add_argument("--out", type=Path, help="also write the JSON here after each section")
@@ -140,15 +143,20 @@ def main(argv: list[str] | None = None) -> int:
             args.out.write_text(json.dumps(out, indent=2))
 
     if args.rebuild:
-        out["build"] = timed_command(sys.executable, "-m", "parquet_agent", "corpus", "index",
-                                     str(folder), "--skip-only")
+        from bench_build import _PeakRss
+
+        with _PeakRss() as tree:  # this process (idle meanwhile) and the build's tree
+            out["build"] = timed_command(sys.executable, "-m", "parquet_agent", "corpus", "index",
+                                         str(folder), "--skip-only", "--jobs", str(args.jobs))
+        out["build"].update(jobs=args.jobs, peak_tree_rss_mib=round(tree.peak / 2**20))
+        save()
     snapshot = CorpusSnapshot.take(folder)
     skip = SkipIndex.open(folder, snapshot.snapshot_id)
     corpus_bytes = sum(f.size for f in snapshot.files)
     out["index"] = {"pages": skip.count, "bytes": skip.info["bytes"], "corpus_bytes": corpus_bytes,
                     "share_of_corpus": round(skip.info["bytes"] / corpus_bytes, 4),
                     "recorded_build_seconds": skip.info["build_seconds"]}
-    literals = [_company(folder), "going concern", "revenue", *(args.literal or [])]
+    literals = [] if args.no_queries else [_company(folder), "going concern", "revenue", *(args.literal or [])]
     out["queries"], out["false_positives"] = [], []
     with Tools.open(folder, "sql", cache="off") as pruned, \
             Tools.open(folder, "sql", cache="off", skip_index=False) as scan:
@@ -164,7 +172,9 @@ def main(argv: list[str] | None = None) -> int:
                     "literal": lit, "shape": shape, "candidates": int(cand.sum()), "true_pages": true,
                     "fp_rate": round((int(cand.sum()) - true) / negatives, 4) if negatives else None})
                 save()
-        out["unprunable"] = [{"name": k, **_timed_pair(pruned, scan, q, args.repeats)} for k, q in UNPRUNABLE.items()]
+        if not args.no_queries:
+            out["unprunable"] = [{"name": k, **_timed_pair(pruned, scan, q, args.repeats)}
+                                 for k, q in UNPRUNABLE.items()]
         save()
     if args.grid:
         out["grid"] = {"with_index": _grid(folder, args.grid, True)}
