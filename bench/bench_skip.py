@@ -131,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rebuild", action="store_true", help="rebuild the skipping index, timed")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes of the --rebuild")
     ap.add_argument("--no-queries", action="store_true", help="skip the query pairs and FP rates")
+    ap.add_argument("--no-common", action="store_true",
+                    help="leave out the common word (every page a candidate: its truth reads the corpus)")
     ap.add_argument("--grid", type=int, default=0, help="cases of the baseline sql grid (0: skip it)")
     ap.add_argument("--literal", action="append", help="extra literal(s) to measure")
     ap.add_argument("--out", type=Path, help="also write the JSON here after each section")
@@ -156,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     out["index"] = {"pages": skip.count, "bytes": skip.info["bytes"], "corpus_bytes": corpus_bytes,
                     "share_of_corpus": round(skip.info["bytes"] / corpus_bytes, 4),
                     "recorded_build_seconds": skip.info["build_seconds"]}
-    literals = [] if args.no_queries else [_company(folder), "going concern", "revenue", *(args.literal or [])]
+    common = [] if args.no_common else ["revenue"]
+    literals = [] if args.no_queries else [_company(folder), "going concern", *common, *(args.literal or [])]
     out["queries"], out["false_positives"] = [], []
     with Tools.open(folder, "sql", cache="off") as pruned, \
             Tools.open(folder, "sql", cache="off", skip_index=False) as scan:
