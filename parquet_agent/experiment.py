@@ -85,6 +85,7 @@ from parquet_agent.store import (
     freeze,
 )
 from parquet_agent.tools import Tools
+from parquet_agent.tools.action_gate import ActionGate
 
 
 MAX_LOOKUPS = 20  # cited spans looked up per answer, for the judge's deterministic checks
@@ -350,6 +351,9 @@ def run_grid_case(plan: CasePlan, parts: CaseParts, run: Any, item: tuple[str, s
     executor = parts.tools[s]
     if plan.scopes is not None and s != NO_TOOLS:
         executor = executor.scoped(plan.scopes[q])
+    if config.gates.action and s != NO_TOOLS:  # evaluations go to the case journal
+        executor = ActionGate(executor, run.journal(case_id(q, m, s)).append,
+                              scoped=plan.scopes is not None)
     agent = Agent(parts.models[m], executor, limits=config.limits.agent_limits(), settings=GenerationSettings(
         temperature=spec.temperature, reasoning_effort=spec.reasoning_effort,
         max_output_tokens=spec.max_output_tokens or 4096))

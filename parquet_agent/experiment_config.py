@@ -38,6 +38,11 @@ Keys (the contract's keys, unchanged, plus documented optional ones):
 - `[engine]` (optional): where cases run, `kind = "local"` (default) or `"ray"` with `address`,
   `nodes`, `case_workers_per_node`, `data_workers_per_node`, `corpus`, `corpus_by_node` (see
   `parquet_agent.engine.config`). It does not change results: a resume may use another engine.
+- `[gates]` (optional, off by default): `action = ["rules"]` runs the action gate's rules
+  (`parquet_agent.tools.action_gate`) on each `sql` call before a worker does: an un-narrowed
+  whole-corpus text scan is refused (its critique is the call's tool error), whole long-text
+  cells are flagged; every evaluation is a `gate_evaluation` event in the case journal. Written
+  into the frozen config only when on, so configs without it keep their hash.
 
 Relative paths resolve against the TOML file's folder (or `base_dir` for objects / dicts; the
 current directory when none is given). `to_dict()` is the JSON form frozen into the manifest;
@@ -65,6 +70,7 @@ from parquet_agent.errors import ConfigError
 from parquet_agent.files import canonical_json, tagged_hash
 from parquet_agent.limits import AgentLimits
 from parquet_agent.models.spec import ModelSpec, model_spec_from_table, model_to_dict, validate_model
+from parquet_agent.tools.action_gate import EVALUATORS as ACTION_EVALUATORS
 
 SCHEMA_VERSION = 1
 STRATEGIES = ("sql", "sql+stream", "none")  # "none": no tools (closed book)
@@ -225,9 +231,44 @@ class Limits:
                            self.max_case_cost_usd)
 
 
+@dataclass(frozen=True)
+class Gates:
+    """Evaluation gates around each case's tool calls (`[gates]`, optional, off by default).
+
+    `action`: the evaluators run on each `sql` call before a worker runs it; `["rules"]` (the
+    only one an experiment has: `tools.action_gate`) refuses un-narrowed whole-corpus text
+    scans (FAIL: the critique is the call's tool error) and flags whole long-text cells
+    (WARN). Every evaluation is a `gate_evaluation` event in the case journal."""
+
+    action: tuple[str, ...] = ()
+    _where: str = field(default="[gates]", repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        w = join(self._where, "action")
+        check_type(w, self.action, tuple, "a list of evaluator names")
+        for name in self.action:
+            if name not in ACTION_EVALUATORS:
+                raise fail(w, f"{name!r} is not an evaluator an experiment can run; use "
+                           f"{', '.join(map(repr, ACTION_EVALUATORS))} (the self and judge "
+                           "evaluators are the data-quality auditor's)")
+        if len(set(self.action)) != len(self.action):
+            raise fail(w, "lists an evaluator twice")
+
+    @classmethod
+    def parse(cls, value: Any, where: str = "[gates]") -> Gates:
+        check_type(where, value, Mapping, "a table")
+        check_keys(where, value, ("action",))
+        action = value.get("action", [])
+        check_type(join(where, "action"), action, (list, tuple), "a list of evaluator names")
+        return cls(tuple(action), _where=where)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"action": list(self.action)}
+
+
 _LIMIT_KEYS = tuple(f.name for f in fields(Limits) if not f.name.startswith("_"))
 _TOP_KEYS = ("name", "corpus", "questions", "sample", "strategies", "runs_dir", "models",
-             "judge", "limits", "scope", "engine")
+             "judge", "limits", "scope", "engine", "gates")
 
 
 @dataclass(frozen=True, init=False)
@@ -245,6 +286,7 @@ class ExperimentConfig:
     limits: Limits = Limits()
     scope: Path | None = None  # JSON: {"scopes": {question_id: [file_stem, ...]}}
     engine: EngineConfig = EngineConfig()  # where cases run (does not change results)
+    gates: Gates = Gates()  # evaluation gates around tool calls (off by default)
     base_dir: Path | None = field(default=None, compare=False)
     source: str = field(default="config", compare=False, repr=False)
 
@@ -254,7 +296,7 @@ class ExperimentConfig:
                  sample: Sample | str | Mapping[str, Any] = Sample(),
                  runs_dir: str | Path = Path("runs"), limits: Limits = Limits(),
                  scope: str | Path | None = None, engine: EngineConfig = EngineConfig(),
-                 base_dir: str | Path | None = None, source: str = "config") -> None:
+                 gates: Gates = Gates(), base_dir: str | Path | None = None, source: str = "config") -> None:
         s = f"{source}:"
         check_type(f"{s} name", name, str, "a string")
         if not name.strip():
@@ -272,9 +314,10 @@ class ExperimentConfig:
         judge = validate_model(judge, f"{s} [judge]", judge=True)
         check_type(f"{s} [limits]", limits, Limits, "a Limits")
         check_type(f"{s} [engine]", engine, EngineConfig, "an EngineConfig")
+        check_type(f"{s} [gates]", gates, Gates, "a Gates")
         _init_fields(self, name=name, **paths, models=models, judge=judge,
                      strategies=strategies, sample=sample, limits=limits, scope=scope,
-                     engine=engine, base_dir=base_dir, source=source)
+                     engine=engine, gates=gates, base_dir=base_dir, source=source)
 
     # -- loading --------------------------------------------------------------------------------
 
@@ -321,6 +364,8 @@ class ExperimentConfig:
             check_type(f"{s} [engine]", data["engine"], Mapping, "a table")
             check_keys(f"{s} [engine]", data["engine"], ENGINE_KEYS)
             kwargs["engine"] = EngineConfig.parse(data["engine"], f"{s} [engine]")
+        if "gates" in data:
+            kwargs["gates"] = Gates.parse(data["gates"], f"{s} [gates]")
         return cls(name=data["name"], corpus=data["corpus"], questions=data["questions"],
                    models=models, judge=judge, sample=Sample.parse(data.get("sample", "all"),
                                                                    f"{s} sample"),
@@ -334,6 +379,8 @@ class ExperimentConfig:
         optional = {"scope": str(self.scope)} if self.scope is not None else {}
         if self.engine.kind != "local":  # a local run's config (and hash) stays as it was
             optional["engine"] = self.engine.to_dict()
+        if self.gates.action:  # off: the config (and its hash) is what it was before gates
+            optional["gates"] = self.gates.to_dict()
         return optional | {
             "name": self.name,
             "corpus": str(self.corpus),
@@ -409,5 +456,5 @@ def load_config(path: str | Path) -> ExperimentConfig:
     return ExperimentConfig.from_toml(path)
 
 
-__all__ = ["ExperimentConfig", "Limits", "ModelSpec", "Sample", "validate_model", "model_to_dict", "STRATEGIES", "case_id",
+__all__ = ["ExperimentConfig", "Gates", "Limits", "ModelSpec", "Sample", "validate_model", "model_to_dict", "STRATEGIES", "case_id",
            "load_config"]

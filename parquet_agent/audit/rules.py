@@ -1,9 +1,9 @@
 """The deterministic (`rules`) evaluator of each gate.
 
 - `ActionRules`: a known tool with valid arguments; SQL that passes the SQL gate; budgets that
-  hold; no call identical to an earlier one; no pattern scan over a long-text column of the
-  whole dataset that has not been narrowed by another column first. WARN: whole long-text
-  cells returned.
+  hold; no call identical to an earlier one; then `tools.action_gate.query_rules` (shared with
+  the experiments' optional action gate): no pattern scan over a long-text column of the whole
+  dataset that has not been narrowed by another column first; WARN: whole long-text cells.
 - `FindingRules`: the gate's own evidence exists (queries ran), count > 0, the examples are the
   predicate's rows, the columns exist; a severity raised above the rule (kept at the rule: WARN),
   a finding that covers every row, or a documented property of the filings corpus: WARN.
@@ -18,16 +18,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import duckdb
-
 from parquet_agent.audit.finding import MAX_EXAMPLES, Proposal
 from parquet_agent.audit.taxonomy import CATEGORIES
-from parquet_agent.tools.gate import GateRejection, parse_select
+from parquet_agent.tools.action_gate import query_rules
 
 AUDIT_TOOLS = ("schema_sample", "run_query", "get_stats", "write_finding", "conclude")
-SCAN_FUNCTIONS = frozenset({"contains", "~~", "~~*", "!~~", "!~~*", "like", "ilike",
-                            "regexp_matches", "regexp_full_match", "regexp_extract", "strpos",
-                            "instr", "position", "starts_with", "ends_with"})
 
 
 def call_signature(tool: str, arguments: dict[str, Any]) -> str:
@@ -81,78 +76,6 @@ def _argument_problem(tool: str, args: dict[str, Any], columns: list[str]) -> st
         if not isinstance(skipped, dict) or not all(isinstance(v, str) for v in skipped.values()):
             return "skipped must map category -> reason"
     return None
-
-
-def query_rules(sql: str, long_text: list[str]) -> tuple[str, str]:
-    """(verdict, critique) of one SELECT: the SQL gate, narrowed scans, whole long cells."""
-    con = duckdb.connect(":memory:")
-    try:
-        parse_select(con, sql, tables=None)  # the views are checked again in the worker
-        (text,) = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
-    except GateRejection as exc:
-        return "FAIL", f"the SQL gate refuses it ({exc.kind}): {exc.message}"
-    finally:
-        con.close()
-    tree = json.loads(text)
-    scanned = _scanned_text_columns(tree, set(long_text))
-    if scanned and not _narrowed(tree, scanned):
-        return "FAIL", (f"a pattern scan over {', '.join(sorted(scanned))} across the whole "
-                        "dataset: narrow it first by another column (a file, a month, a key) "
-                        "or use get_stats")
-    whole = _whole_cells(tree, set(long_text))
-    if whole:
-        return "WARN", (f"returns whole {', '.join(sorted(whole))} cells (capped at 2,000 "
-                        "characters each): select left(col, n) or length(col) instead")
-    return "PASS", "valid"
-
-
-def _whole_cells(tree: Any, long_text: set[str]) -> set[str]:
-    """Long-text columns (or *) returned as they are by the outermost SELECT."""
-    try:
-        items = tree["statements"][0]["node"]["select_list"]
-    except (KeyError, IndexError, TypeError):
-        return set()
-    out = set()
-    for item in items:
-        if item.get("class") == "STAR" and long_text:
-            out |= long_text
-        elif item.get("class") == "COLUMN_REF" and item["column_names"][-1] in long_text:
-            out.add(item["column_names"][-1])
-    return out
-
-
-def _walk(node: Any):
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            yield item
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-
-
-def _column_names(node: Any) -> set[str]:
-    return {n["column_names"][-1] for n in _walk(node)
-            if n.get("class") == "COLUMN_REF" and n.get("column_names")}
-
-
-def _scanned_text_columns(tree: Any, long_text: set[str]) -> set[str]:
-    scanned: set[str] = set()
-    for node in _walk(tree):
-        name = str(node.get("function_name", "")).lower()
-        if node.get("class") == "FUNCTION" and name in SCAN_FUNCTIONS:
-            scanned |= _column_names(node.get("arguments") or node.get("children") or []) & long_text
-    return scanned
-
-
-def _narrowed(tree: Any, scanned: set[str]) -> bool:
-    """True when some WHERE clause also constrains a column other than the scanned ones."""
-    for node in _walk(tree):
-        where = node.get("where_clause") if node.get("type") == "SELECT_NODE" else None
-        if where and _column_names(where) - scanned:
-            return True
-    return False
 
 
 class FindingRules:
