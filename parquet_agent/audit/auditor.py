@@ -249,10 +249,14 @@ class _Session:
             finding = dataclasses.replace(finding, status="dismissed",
                                           dismissed_reason=outcome.critique)
             return finding.to_json(), "dismissed", None
-        old = self.state.findings.get(key)
-        if old is not None and old.fingerprint != print_:
-            return finding.to_json(), "collision", f"key {key} collides with another finding"
-        return finding.to_json(), "updated" if old else "committed", None
+        held = self.state.held_fingerprint(key)
+        if held is not None and held[0] != print_:
+            why = (f"key {key} is already held by {held[1]} whose count query has another "
+                   f"fingerprint ({held[0]}, this one {print_}): a key collision, kept apart "
+                   "and not merged")
+            return dataclasses.replace(finding, status="collision",
+                                       dismissed_reason=why).to_json(), "collision", why
+        return finding.to_json(), "updated" if key in self.state.findings else "committed", None
 
     def _conclude(self, n: int, args: dict) -> dict[str, Any]:
         reverified = {}

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import ipywidgets as W
 
-from parquet_agent.audit.html import escape_text, evaluations_table, finding_html, table_html
+from parquet_agent.audit.html import (escape_text, evaluations_table, finding_html, set_aside_html,
+                                      table_html)
 from parquet_agent.audit.report import AuditReport
 
 TITLES = ("Findings", "Dismissed", "Diff", "Evaluations", "Steps")
@@ -31,9 +32,9 @@ class FindingsExplorer(W.VBox):
                                   layout=W.Layout(width="95%"))
         self.detail = W.HTML()
         self.finding.observe(self._on_pick, names="value")
-        dismissed = W.HTML("".join(
-            f"<p><b>{escape_text(d.get('title'))}</b> ({escape_text(d.get('category'))}): "
-            f"{escape_text(d.get('dismissed_reason'))}</p>" for d in r.dismissed) or "<p>none</p>")
+        dismissed = W.HTML(set_aside_html(r.dismissed)
+                           + (f"<h4>Key collisions</h4>{set_aside_html(r.collisions)}"
+                              if r.collisions else ""))
         diff = W.HTML(table_html([{"status": s, "count": len(k), "keys": ", ".join(k)}
                               for s, k in r.diff.items()]) + table_html(list(r.rechecks)))
         evaluations = W.HTML(evaluations_table(r.evaluations))

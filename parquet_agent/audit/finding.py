@@ -139,7 +139,7 @@ class Finding:
     fingerprint: str
     evidence: Evidence
     step: int
-    status: str = "open"  # open | dismissed
+    status: str = "open"  # open | dismissed | collision (its key held by another finding)
     dismissed_reason: str | None = None
     evaluations: tuple[dict, ...] = field(default_factory=tuple)
 

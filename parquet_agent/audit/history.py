@@ -28,6 +28,7 @@ def recheck(findings: list[dict[str, Any]], tools: AuditTools) -> list[dict[str,
         now, error = compute(proposal, tools)
         entry = {"key": finding.key, "category": finding.category,
                  "columns": list(finding.columns), "title": finding.title,
+                 "fingerprint": finding.fingerprint,  # what a new finding's key must agree with
                  "before": {"count": ev.count, "denominator": ev.denominator},
                  "interval": list(wilson(ev.count, ev.denominator))}
         if now is None:

@@ -73,6 +73,14 @@ def finding_html(f: Finding) -> str:
         f"{table_html(list(ev.examples))}<p>gate records</p>{evaluations_table(f.evaluations)}</details>")
 
 
+def set_aside_html(findings) -> str:
+    """Dismissed (or colliding) findings: what was proposed, why it was set aside, the gates."""
+    return "".join(
+        f"<details><summary>{escape_text(d.get('category'))}: {escape_text(d.get('title'))}</summary>"
+        f"<p>reason: {escape_text(d.get('dismissed_reason'))}</p><pre>{escape_text(d.get('predicate') or '')}</pre>"
+        f"{evaluations_table(d.get('evaluations') or [])}</details>" for d in findings) or "<p>none</p>"
+
+
 def render(report) -> bytes:
     counts = report.verdict_counts()
     gates = [{"gate": g, **v} for g, v in counts.items()]
@@ -80,10 +88,7 @@ def render(report) -> bytes:
     rechecks = [{"key": r["key"], "title": r["title"], "status": r["status"],
                  "before": r["before"], "after": r.get("after"), "reason": r.get("reason")}
                 for r in report.rechecks]
-    dismissed = "".join(
-        f"<details><summary>{escape_text(d.get('category'))}: {escape_text(d.get('title'))}</summary>"
-        f"<p>reason: {escape_text(d.get('dismissed_reason'))}</p><pre>{escape_text(d.get('predicate') or '')}</pre>"
-        f"{evaluations_table(d.get('evaluations') or [])}</details>" for d in report.dismissed) or "<p>none</p>"
+    dismissed = set_aside_html(report.dismissed)
     steps = [{k: s.get(k) for k in ("step", "tool", "arguments", "gate", "ok", "confidence",
                                     "critique", "finding_action", "usage", "cost_usd")}
              for s in report.steps]
@@ -96,6 +101,7 @@ def render(report) -> bytes:
         f"<h2>Findings ({len(report.findings)})</h2>"
         + "".join(finding_html(f) for f in report.findings)
         + f"<h2>Dismissed ({len(report.dismissed)})</h2>{dismissed}"
+        f"<h2>Key collisions ({len(report.collisions)})</h2>{set_aside_html(report.collisions)}"
         f"<h2>Diff against {escape_text(report.previous_run or 'no previous run')}</h2>{table_html(diff_rows)}"
         f"<p>re-checked without the model</p>{table_html(rechecks)}"
         f"<h2>Coverage</h2><pre>{escape_text(json.dumps(report.coverage, indent=1, default=str))}</pre>"

@@ -49,6 +49,7 @@ class AuditReport:
     previous_run: str | None
     model: dict[str, Any] = field(default_factory=dict)
     rechecks: tuple[dict, ...] = ()
+    collisions: tuple[dict, ...] = ()  # proposed findings whose key another finding holds
     tokens: int = 0
     cost_usd: float | None = 0.0
 
@@ -74,6 +75,7 @@ class AuditReport:
                       "reverified": concluded.get("reverified", {})},
             diff=_diff(state), previous_run=state.history.get("previous_run"),
             model=started.get("model", {}), rechecks=tuple(state.history.get("rechecks", [])),
+            collisions=tuple(state.collisions),
             tokens=state.tokens,
             cost_usd=state.cost_usd if state.cost_known else None)
 
@@ -103,6 +105,7 @@ class AuditReport:
             "snapshot_id": self.snapshot_id, "status": self.status, "reason": self.reason,
             "model": self.model, "tokens": self.tokens, "cost_usd": self.cost_usd,
             "findings": [f.to_json() for f in self.findings], "dismissed": list(self.dismissed),
+            "collisions": list(self.collisions),
             "evaluations": list(self.evaluations), "coverage": self.coverage,
             "diff": self.diff, "previous_run": self.previous_run, "rechecks": list(self.rechecks),
             "verdicts": self.verdict_counts(),
@@ -116,12 +119,15 @@ class AuditReport:
         lines = [f"audit {self.run_id} of {self.lineage} ({self.snapshot_id}): {self.status} "
                  f"- {self.reason}",
                  f"{len(self.steps)} steps, {len(self.findings)} findings, "
-                 f"{len(self.dismissed)} dismissed, gates {self.verdict_counts()}"]
+                 f"{len(self.dismissed)} dismissed, {len(self.collisions)} key collisions, "
+                 f"gates {self.verdict_counts()}"]
         for f in sorted(self.findings, key=lambda f: (-_rank(f.severity), f.category)):
             lines.append(f"  [{f.severity:8}] {f.key} {f.category:18} {f.title}: "
                          f"{f.evidence.count}/{f.evidence.denominator}")
         for d in self.dismissed:
             lines.append(f"  dismissed: {d['title']} ({(d.get('dismissed_reason') or '')[:100]})")
+        for c in self.collisions:
+            lines.append(f"  KEY COLLISION: {c['title']} ({c.get('dismissed_reason') or ''})")
         if self.previous_run:
             counts = {k: len(v) for k, v in self.diff.items()}
             lines.append(f"diff against {self.previous_run}: {counts}")

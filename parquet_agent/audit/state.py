@@ -31,6 +31,7 @@ class AuditState:
     queries: list[dict[str, Any]] = field(default_factory=list)
     findings: dict[str, Finding] = field(default_factory=dict)
     dismissed: list[dict[str, Any]] = field(default_factory=list)
+    collisions: list[dict[str, Any]] = field(default_factory=list)  # same key, other fingerprint
     calls: list[str] = field(default_factory=list)
     tried: set[str] = field(default_factory=set)
     skipped: dict[str, str] = field(default_factory=dict)
@@ -111,8 +112,20 @@ class AuditState:
             return
         if done["finding_action"] in ("committed", "updated"):
             self.findings[finding["key"]] = Finding.from_json(finding)
+        elif done["finding_action"] == "collision":
+            self.collisions.append(finding)
         else:
             self.dismissed.append(finding)
+
+    def held_fingerprint(self, key: str) -> tuple[str, str] | None:
+        """(fingerprint, holder) of the finding that already has `key`: one committed in this
+        run, or an open finding of the previous run (its re-check); None when the key is free."""
+        if key in self.findings:
+            return self.findings[key].fingerprint, f"finding {key} of this run"
+        for r in self.history.get("rechecks", []):
+            if r["key"] == key and r.get("fingerprint"):  # older journals did not keep it
+                return r["fingerprint"], f"the previous run's finding {r['title']!r}"
+        return None
 
     def budget_left(self, config) -> dict[str, float | None]:
         return {

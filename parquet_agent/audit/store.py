@@ -104,6 +104,10 @@ class FindingsStore:
                            f.severity, f.evidence.count, f.evidence.denominator,
                            json.dumps(f.to_json(), default=str)))
             self._observe(run_id, f.key, "finding", f.evidence.count, f.evidence.denominator, "open")
+        for c in report.collisions:  # kept apart from the finding that holds the key
+            ev = c.get("evidence") or {}
+            self._observe(run_id, c["key"], "collision", ev.get("count"), ev.get("denominator"),
+                          "collision")
         for r in report.rechecks:
             after = r.get("after") or {}
             self._observe(run_id, r["key"], "recheck", after.get("count"),
