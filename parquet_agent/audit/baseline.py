@@ -78,6 +78,9 @@ class BaselineAuditor:
                    for c in CATEGORIES if c not in tried}
         if self.variant == "blind":
             skipped["distribution_drift"] = "the blind baseline has no reference to drift from"
+        if "referential" in skipped and not state["dataset"].get("documented_properties"):
+            skipped["referential"] = ("no reference between columns is known for this schema "
+                                      "(the rule pack has one for the filings corpus)")
         return "Every rule was tried.", "conclude", {"summary": f"{len(state['findings'])} findings",
                                                      "skipped": skipped, "confidence": 1.0}
 
@@ -241,6 +244,11 @@ def _filings_rules(schema: dict) -> list[dict]:
         _finding("consistency", ["md5", "parsed_md"], "md5 differs from the text",
                  "md5 must be the MD5 of parsed_md", "md5 <> md5(parsed_md)"),
     ]
+    out.append(_finding(
+        "referential", ["file_stem", "accession"], "file_stem names an unknown filer",
+        "the filer ID that starts an accession number refers to the company itself or to a "
+        "filing agent (an ID that files for several companies); this one refers to neither",
+        FILER_REFERENCE))
     names = [f["file"] for f in schema.get("files") or []]
     if names and all(_month_of(n) is not None for n in names):
         out.append(_finding(
@@ -248,6 +256,15 @@ def _filings_rules(schema: dict) -> list[dict]:
             "each monthly file holds only its month's filings",
             "month <> TRY_CAST(regexp_extract(_file, '[0-9]{4}-([0-9]{2})', 1) AS INTEGER)"))
     return out
+
+
+# The filer ID (first 10 digits of file_stem) must refer to the row's company (its CIK in
+# `accession`) or to a filing agent: an ID that submits for more than one company.
+FILER_REFERENCE = (
+    "regexp_full_match(accession, '[0-9]+') "
+    "AND ltrim(substr(file_stem, 1, 10), '0') <> ltrim(accession, '0') "
+    "AND substr(file_stem, 1, 10) NOT IN (SELECT substr(file_stem, 1, 10) FROM data "
+    "WHERE file_stem IS NOT NULL GROUP BY 1 HAVING count(DISTINCT ltrim(accession, '0')) > 1)")
 
 
 def _month_of(name: str) -> int | None:

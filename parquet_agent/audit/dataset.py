@@ -30,6 +30,8 @@ FILINGS_PROPERTIES = (
     "values is a documented duplicate document, a defect only beyond what is expected.",
     "accession is the company CIK as text, sometimes zero-padded (the name is historical).",
     "file_stem is the per-filing id (the accession number) and should be unique and non-null.",
+    "file_stem's first 10 digits are the ID of who submitted the filing: the company itself "
+    "(its CIK, the accession column) or a filing agent, who submits for many companies.",
 )
 
 

@@ -52,6 +52,11 @@ def _set(column: str, value: Callable[[dict, random.Random], Any]) -> Callable:
     return apply
 
 
+def _unknown_filer(row: dict, rng: random.Random, rows: list[dict]) -> None:
+    """A mistyped filer ID: file_stem's first 10 digits now name no company and no agent."""
+    row["file_stem"] = f"{rng.randint(10**8, 10**9 - 1):010d}" + row["file_stem"][10:]
+
+
 def _empty_md(row: dict, rng: random.Random, rows: list[dict]) -> None:
     row.update(parsed_md="", char_count=0, md5=_md5(""))
 
@@ -75,6 +80,10 @@ FILINGS_DEFECTS = (
            _empty_md),
     Defect("char_count_x10", "range", ("char_count",), "char_count multiplied by 10 in one file",
            _set("char_count", lambda r, g: r["char_count"] * 10)),
+    # last, so the rows of the defects above stay those of earlier manifests for a seed
+    Defect("unknown_filer", "referential", ("file_stem",),
+           "file_stem's filer ID mistyped: it names neither the company nor a filing agent",
+           _unknown_filer),
 )
 
 

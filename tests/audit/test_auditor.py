@@ -51,7 +51,7 @@ def test_planter_writes_a_ground_truth_manifest(planted):
     ids = {d["id"] for d in manifest["defects"]}
     assert {"null_file_stem", "duplicate_file_stem", "char_count_mismatch", "md5_mismatch",
             "month_mismatch", "accession_nondigit", "source_format_spelling", "empty_parsed_md",
-            "char_count_x10", "half_file", "type_change"} == ids
+            "char_count_x10", "unknown_filer", "half_file", "type_change"} == ids
     rows = [tuple(r) for d in manifest["defects"] if d["id"] != "half_file" for r in d["rows"]]
     assert len(rows) == len(set(rows))  # every planted row belongs to one defect
     table = pq.read_table(dirty / "2025-01.parquet")
@@ -70,7 +70,8 @@ def test_baseline_scores_diffs_and_sees_a_repair_resolved(planted, audits, tmp_p
     assert result.overall["precision"] == 1.0 and result.overall["recall"] >= 0.6
     found = {d for ids in result.matches.values() for d in ids}
     assert {"char_count_mismatch", "md5_mismatch", "null_file_stem", "month_mismatch",
-            "accession_nondigit", "empty_parsed_md", "type_change"} <= found
+            "accession_nondigit", "empty_parsed_md", "type_change", "unknown_filer"} <= found
+    assert result.per_category["referential"]["recall"] == 1.0  # tried, not skipped
     # the diff against the clean run: every finding is new, and it is the planted ones found
     assert sorted(after.diff["new"]) == sorted(f.key for f in after.findings)
     assert {after.finding(k).category for k in after.diff["new"]} == {
