@@ -37,11 +37,11 @@ def build_auditor_model(table: dict[str, Any]) -> Model:
             return BaselineAuditor(variant, profiles)
         except ValueError as exc:
             raise ConfigError(f"[audit.model]: {exc}") from exc
-    return build_model(model_spec_from_table(table, where="[audit.model]", default_name="auditor"))
+    return build_model(model_spec_from_table({"name": "auditor", **table}, where="[audit.model]"))
 
 
 def build_judge_model(table: dict[str, Any]) -> Model:
-    return build_model(model_spec_from_table(table, where="[audit.judge]", default_name="judge"))
+    return build_model(model_spec_from_table({"name": "judge", **table}, where="[audit.judge]"))
 
 
 def reference_profiles(folder: str) -> dict[str, Any]:

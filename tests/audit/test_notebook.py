@@ -1,5 +1,8 @@
 """notebooks/audit_dataset.ipynb: stored clean with one parameters cell, and executed through
-papermill (plant, audit clean and planted with the baseline, score, chart, diff)."""
+papermill (plant, audit clean and planted with the baseline and with a configured model, score,
+chart, diff). The configured model is an OpenAI auditor and judge reached through the official
+SDK at the local fake server (which answers each step as the baseline would, and each judge
+question with a verdict), so both branches of the notebook run in one execution."""
 
 from __future__ import annotations
 
@@ -9,6 +12,9 @@ from pathlib import Path
 import nbformat
 import papermill as pm
 
+from parquet_agent.audit import AuditReport
+from parquet_agent.audit.baseline import BaselineAuditor
+from parquet_agent.models.fakes import FakeReply, FakeToolCall, openai_server
 from tests.audit.conftest import write_filings
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "audit_dataset.ipynb"
@@ -23,17 +29,50 @@ def test_stored_without_outputs_with_one_parameters_cell():
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
 
 
-def test_the_notebook_plants_audits_scores_and_diffs(tmp_path):
+def _auditor_and_judge(received):
+    """Judge questions get a PASS; auditor steps the baseline's decision."""
+    messages = received.json["messages"]
+    if messages[0]["content"].startswith("You review one"):
+        return FakeReply(text='{"verdict": "PASS", "critique": "a defect of the data"}')
+    state = json.loads(messages[-1]["content"].split("\n", 1)[1])
+    reasoning, tool, args = BaselineAuditor().decide(state)
+    return FakeReply(text=reasoning, tool_calls=(FakeToolCall(tool, args, id="c1"),))
+
+
+def _model_config(path: Path, url: str) -> Path:
+    common = (f'provider = "openai"\nmodel = "gpt-4o-mini"\napi_key_env = "AUDIT_NB_KEY"\n'
+              f'base_url = "{url}/v1"\ntimeout_s = 20.0\n')
+    path.write_text(f'[audit]\nmax_steps = 60\n[audit.model]\nname = "gpt"\n{common}'
+                    f'[audit.judge]\nname = "judge"\n{common}')
+    return path
+
+
+def test_the_notebook_plants_audits_scores_and_diffs(tmp_path, monkeypatch):
     dataset = write_filings(tmp_path / "clean")
     result = tmp_path / "result.json"
-    nb = pm.execute_notebook(
-        str(NOTEBOOK), str(tmp_path / "out.ipynb"), kernel_name="python3", cwd=str(tmp_path),
-        parameters={"dataset": str(dataset), "rate": 0.05, "seed": 1, "lineage": "filings",
-                    "work_dir": str(tmp_path / "work"), "result_path": str(result)},
-        start_timeout=60, execution_timeout=400, progress_bar=False, log_output=False)
+    monkeypatch.setenv("AUDIT_NB_KEY", "sk-notebook-test")  # the kernel inherits it
+    with openai_server(_auditor_and_judge) as server:
+        model = _model_config(tmp_path / "model.toml", server.url)
+        nb = pm.execute_notebook(
+            str(NOTEBOOK), str(tmp_path / "out.ipynb"), kernel_name="python3", cwd=str(tmp_path),
+            parameters={"dataset": str(dataset), "rate": 0.05, "seed": 1, "lineage": "filings",
+                        "work_dir": str(tmp_path / "work"), "result_path": str(result),
+                        "model": str(model),
+                        "gates": {"action": ["rules"], "finding": ["rules", "judge"],
+                                  "run": ["rules"]}},
+            start_timeout=60, execution_timeout=600, progress_bar=False, log_output=False)
+        calls = server.model_calls()
     data = json.loads(result.read_text())
-    overall = data["scores"]["baseline"]["overall"]
-    assert overall["precision"] == 1.0 and overall["recall"] >= 0.6
+    for auditor in ("baseline", "model"):
+        overall = data["scores"][auditor]["overall"]
+        assert overall["precision"] == 1.0 and overall["recall"] >= 0.6, auditor
     assert data["diff"]["new"] and not data["diff"]["resolved"]
+    # the model branch really went over HTTP: its steps and its judge are recorded
+    run = AuditReport.load(tmp_path / "work" / "planted-model")
+    assert run.model["provider"] == "openai" and run.status == "complete"
+    judged = [e for e in run.evaluations if e["evaluator"] == "judge"]
+    assert judged and all(e["gate"] == "finding" and e["raw"] for e in judged)
+    assert len(calls) == len(run.steps) + len(judged)
+    assert data["scores"]["model"]["overall"] == data["scores"]["baseline"]["overall"]
     mimes = [m for c in nb.cells if c.cell_type == "code" for o in c.outputs for m in o.get("data", {})]
     assert mimes.count("application/vnd.plotly.v1+json") == 2
