@@ -8,6 +8,11 @@
     ex.detail.value                        # its six sections (same as report.html), as HTML
     ex.raw_picker.value = path             # a file of the case (record, journal, raw files);
                                            #   ex.raw_view shows its exact content
+    ex.tabs.titles                         # ("Cases", "Findings")
+    ex.findings.value                      # the Findings tab: data-quality audits of the run's
+                                           #   corpus (`audit="auto"`: audit folders beside the
+                                           #   run with its corpus snapshot; or named folders),
+                                           #   those naming the selected case's filings first
 
 The explorer is itself a `VBox`, so the last expression of a cell displays it. All behaviour
 lives in observers that set `HTML.value` or assign `Output.outputs` (never `with out:`), which
@@ -18,6 +23,7 @@ come from `explore.source.CaseSource` (the exports, or the report's `build_case`
 from __future__ import annotations
 
 import html
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -27,6 +33,7 @@ import ipywidgets as W
 from parquet_agent.errors import UsageError
 from parquet_agent.explore.case_view import render_case
 from parquet_agent.explore.source import CaseSource
+from parquet_agent.report.corpus_audit import audits_section, corpus_audits
 
 ALL = "(all)"
 NO_RAW = "(choose a file to see its exact content)"
@@ -56,7 +63,8 @@ def _fmt_score(value: Any) -> str:
 class CaseExplorer(W.VBox):
     """Filters, a case list, the selected case's six sections and its raw files."""
 
-    def __init__(self, run: Any, *, case_id: str | None = None, **kwargs: Any):
+    def __init__(self, run: Any, *, case_id: str | None = None, audit: Any = "auto",
+                 **kwargs: Any):
         self.cases = CaseSource.open(run)
         self._updating = False
         self._shown: str | None = None
@@ -84,6 +92,8 @@ class CaseExplorer(W.VBox):
         self.raw_picker = W.Dropdown(options=[(NO_RAW, None)], value=None, description="raw file",
                                      layout=W.Layout(width="95%"))
         self.raw_view = W.Output(layout=W.Layout(max_height="30em", overflow="auto"))
+        self.audits = corpus_audits(self.run_dir, audit)
+        self.findings = W.HTML()
         header = W.HTML(f"<b>Run</b> {html.escape(self.cases.run_id)} · "
                         f"{len(idx)} cases · records from "
                         f"{'the exports' if self.cases.from_exports else 'the journals'}")
@@ -91,10 +101,13 @@ class CaseExplorer(W.VBox):
             W.HBox([self.question, self.model, self.strategy, self.status]),
             W.HBox([self.score_field, self.score, self.include_unscored, self.count]),
         ])
-        super().__init__([header, filters, self.picker, self.detail,
-                          W.HTML("<b>Files of this case</b>: its record, journal and raw "
-                                 "files (exact stored bytes)"),
-                          self.raw_picker, self.raw_view], **kwargs)
+        cases = W.VBox([filters, self.picker, self.detail,
+                        W.HTML("<b>Files of this case</b>: its record, journal and raw "
+                               "files (exact stored bytes)"),
+                        self.raw_picker, self.raw_view])
+        self.tabs = W.Tab(children=[cases, self.findings])
+        self.tabs.titles = ("Cases", f"Findings ({sum(len(a.findings) for a in self.audits)})")
+        super().__init__([header, self.tabs], **kwargs)
         for widget in (self.question, self.model, self.strategy, self.status, self.score_field,
                        self.score, self.include_unscored):
             widget.observe(self._on_filter, names="value")
@@ -181,9 +194,11 @@ class CaseExplorer(W.VBox):
         if case_id is None:
             self.detail.value = "<p><i>No case matches the filters.</i></p>"
             self.raw_picker.options = [(NO_RAW, None)]
+            self.findings.value = self._findings_html(None, {})
             return
         record = self.cases.record(case_id)
         self.detail.value = render_case(record, run_dir=self.run_dir)
+        self.findings.value = self._findings_html(case_id, record)
         # a placeholder first: a file is read only when one is chosen; the case record and the
         # journal are offered too: served through the kernel, since file:// links do not open
         # from a JupyterLab page
@@ -193,6 +208,26 @@ class CaseExplorer(W.VBox):
         files += [(p, p) for p in record.get("raw_files") or []]
         self.raw_picker.options = [(NO_RAW, None)] + files
         self.raw_picker.value = None
+
+    def _findings_html(self, case_id: str | None, record: dict) -> str:
+        """The audits' findings, after those whose example rows are filings this case named
+        (in its question's evidence, its tool calls or their results)."""
+        text = json.dumps(record, ensure_ascii=False, default=str)
+        named = []
+        for audit in self.audits:
+            stems = {e.get("file_stem") for f in audit.findings
+                     for e in (f.get("evidence") or {}).get("examples") or []} - {None}
+            for f in audit.findings_on(s for s in stems if str(s) in text):
+                named.append(f"<li>[{html.escape(str(f.get('severity')))}] "
+                             f"{html.escape(str(f.get('category')))}: "
+                             f"{html.escape(str(f.get('title')))} (audit "
+                             f"{html.escape(audit.run_id)})</li>")
+        head = ""
+        if case_id is not None and self.audits:
+            head = (f"<p><b>Findings whose example rows are filings {html.escape(case_id)} "
+                    "named</b> (examples are up to 5 rows a finding: others may touch it too):"
+                    f"</p><ul>{''.join(named) or '<li>none</li>'}</ul>")
+        return head + audits_section(self.audits, self.run_dir)
 
     def _on_raw(self, change: dict) -> None:
         path = change["new"]

@@ -6,28 +6,36 @@ layer never imports explore.
     export_run(run_dir, extras=extras)
 
 `charts` embeds the main plotly charts (plotly.js inline: ~4.8 MB more); `compare_with` adds a
-paired comparison with that older run folder (`store.compare`, as HTML with no script).
+paired comparison with that older run folder (`store.compare`, as HTML with no script);
+`audits` ("auto" or audit run folders) adds the findings of data-quality audits of the run's
+corpus (`report.corpus_audit`, static HTML).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from parquet_agent.errors import ExportError, RunError
 from parquet_agent.explore import charts as charts_mod
+from parquet_agent.report.corpus_audit import audits_section, corpus_audits
 from parquet_agent.report.html_report import ReportExtras
 from parquet_agent.store.compare import compare_runs
 from parquet_agent.store.run import open_run
 
 
 def report_extras(run_dir: str | Path, *, charts: bool = False,
-                  compare_with: str | Path | None = None) -> ReportExtras | None:
-    """The chart and comparison sections of `run_dir`'s report (from the journals only); None
-    when neither is asked for. ExportError when a run cannot be read."""
-    if not charts and compare_with is None:
+                  compare_with: str | Path | None = None,
+                  audits: str | Path | Sequence[str | Path] | None = None) -> ReportExtras | None:
+    """The chart, comparison and corpus-audit sections of `run_dir`'s report (from the journals
+    and, for `audits`, the audits' findings.json: `report.corpus_audit.corpus_audits`); None
+    when none is asked for. ExportError when a run cannot be read."""
+    if not charts and compare_with is None and audits is None:
         return None
     run_dir = Path(run_dir).resolve()
     sections, scripts = [], []
+    if audits is not None:
+        sections.append(audits_section(corpus_audits(run_dir, audits), run_dir))
     try:
         if compare_with is not None:
             sections.append(compare_runs(open_run(run_dir), open_run(Path(compare_with))).to_html())

@@ -1,7 +1,8 @@
 """`parquet-agent export RUN_DIR`, `parquet-agent raw RUN_DIR PATH`, `parquet-agent case-audit ...`.
 
 - `export RUN_DIR`: (re)build every export of a saved run, offline (see `report.exporter`);
-  prints what was written and how long it took.
+  prints what was written and how long it took. `--audit DIR|auto` adds the findings of a
+  data-quality audit of the run's corpus (`report.corpus_audit`).
 - `raw RUN_DIR PATH`: write the exact stored bytes of one raw file (a run-relative path such as
   `raw/Q001__m__sql/turn-01.attempt-01.request.json`, as the exports list them) to stdout.
   Raw files live in packs, so this is how to get one back byte for byte; `--out FILE` writes
@@ -26,6 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="embed the main plotly charts in report.html (~4.8 MB more)")
     export.add_argument("--compare", type=Path, metavar="OLD_RUN_DIR",
                         help="add a paired comparison with an older run to report.html")
+    export.add_argument("--audit", action="append", metavar="AUDIT_DIR|auto",
+                        help="add the findings of a data-quality audit of the run's corpus to "
+                        "report.html (repeatable); auto: every audit folder beside the run "
+                        "whose snapshot is the run's corpus snapshot")
     export.add_argument("--on-damage", choices=("fail", "warn"), default="fail",
                         help="when records are damaged or edited (Run.verify()): write the "
                         "exports with them marked, then exit 1 (fail, the default) or exit 0 "
@@ -51,7 +56,9 @@ def _export(args: argparse.Namespace) -> int:
     from parquet_agent.explore.sections import report_extras
     from parquet_agent.report.exporter import export_run
 
-    extras = report_extras(args.run_dir, charts=args.charts, compare_with=args.compare)
+    audits = args.audit[0] if args.audit == ["auto"] else args.audit
+    extras = report_extras(args.run_dir, charts=args.charts, compare_with=args.compare,
+                           audits=audits)
     result = export_run(args.run_dir, extras=extras)
     print(f"exported {result.cases} cases of {result.run_dir} in {result.seconds:.2f} s")
     print(f"report:     {result.report}")
