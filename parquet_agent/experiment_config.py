@@ -70,9 +70,12 @@ from parquet_agent.errors import ConfigError
 from parquet_agent.files import canonical_json, tagged_hash
 from parquet_agent.limits import AgentLimits
 from parquet_agent.models.spec import ModelSpec, model_spec_from_table, model_to_dict, validate_model
-from parquet_agent.tools.action_gate import EVALUATORS as ACTION_EVALUATORS
 
 SCHEMA_VERSION = 1
+# What an experiment's action gate can chain (`tools.action_gate.ActionGate` runs the rules;
+# the self and judge evaluators are the auditor's). Not imported from the tools: reading a
+# config (the exporter does) must not load DuckDB.
+ACTION_EVALUATORS = ("rules",)
 STRATEGIES = ("sql", "sql+stream", "none")  # "none": no tools (closed book)
 DEFAULT_STRATEGIES = ("sql", "sql+stream")
 

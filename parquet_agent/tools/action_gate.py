@@ -36,7 +36,6 @@ LONG_TEXT = ("parsed_md",)  # the filings corpus's long-text column
 SCAN_FUNCTIONS = frozenset({"contains", "~~", "~~*", "!~~", "!~~*", "like", "ilike",
                             "regexp_matches", "regexp_full_match", "regexp_extract", "strpos",
                             "instr", "position", "starts_with", "ends_with"})
-EVALUATORS = ("rules",)  # what an experiment's action gate can chain (the audit adds models)
 
 
 @dataclass(frozen=True)
