@@ -1,6 +1,6 @@
 """CPU seconds of a whole-corpus text query, pruned by the skipping index vs scanned, in process.
 
-    .venv/bin/python bench/bench_skip_cpu.py /work/scale/tenth [--repeats 3] [--only company ...]
+    .venv/bin/python bench/bench_skip_cpu.py /work/scale/tenth [--repeats 3] [--only company ...] [--shape ilike ...]
 
 The same work a worker does, without the sandbox, measured in CPU seconds of this process
 (`time.process_time`): robust to a loaded machine, where wall-clock scans hit the 30 s limit.
@@ -87,17 +87,17 @@ def _measure(sides: _Sides, query: str, repeats: int) -> dict:
             "scan_runs": scan_s, "pruned_runs": pruned_s, "rows": expected, "skip_index": report}
 
 
-def _queries(folder: Path, only: list[str]) -> list[tuple[str, str, str]]:
-    """(section, label, query) for the chosen sections."""
+def _queries(folder: Path, only: list[str], shapes: list[str]) -> list[tuple[str, str, str]]:
+    """(section, label, query) for the chosen sections and shapes (or unprunable query names)."""
     literals = {"company": _company(folder), "rare": "going concern", "common": "revenue"}
     out = []
     for section in only:
         if section == "unprunable":
-            out += [(section, name, q) for name, q in UNPRUNABLE.items()]
+            out += [(section, name, q) for name, q in UNPRUNABLE.items() if name in shapes]
             continue
         lit = literals[section]
         out += [(section, f"{lit} / {shape}", t.format(lit=lit.replace("'", "''")))
-                for shape, t in SHAPES.items()]
+                for shape, t in SHAPES.items() if shape in shapes]
     return out
 
 
@@ -106,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("corpus", type=Path)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--only", action="append", choices=SECTIONS, help="section(s) to run (default: all)")
+    ap.add_argument("--shape", action="append", choices=[*SHAPES, *UNPRUNABLE],
+                    help="query shape(s) / unprunable query name(s) to run (default: all)")
     ap.add_argument("--out", type=Path, help="also write the JSON here after each query")
     args = ap.parse_args(argv)
     folder = args.corpus.resolve()
@@ -116,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     sides = _Sides(skip, reader, ", ".join(f"'{folder / n}'" for n in files))
     out = {"corpus": str(folder), "pages": skip.count, "repeats": args.repeats,
            "load_before": os.getloadavg(), "queries": []}
-    for section, label, query in _queries(folder, args.only or list(SECTIONS)):
+    for section, label, query in _queries(folder, args.only or list(SECTIONS), args.shape or [*SHAPES, *UNPRUNABLE]):
         out["queries"].append({"section": section, "label": label, "query": query,
                                **_measure(sides, query, args.repeats), "load": os.getloadavg()})
         print(json.dumps(out["queries"][-1]), file=sys.stderr, flush=True)
