@@ -13,7 +13,7 @@ import importlib
 import sys
 
 from parquet_agent.console import stdout_closed
-from parquet_agent.errors import ParquetAgentError
+from parquet_agent.errors import ParquetAgentError, describe_os_error
 
 # Modules that contribute subcommands, in help order. Each has `register(subparsers)`.
 _COMMAND_MODULES = (
@@ -48,11 +48,15 @@ def main(argv: list[str] | None = None) -> int:
     except ParquetAgentError as exc:
         print(f"parquet-agent: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `... | head` stopped reading: not an error of ours
+        return stdout_closed()
+    except OSError as exc:  # the machine (disk full, read-only, permission): one line
+        print(f"parquet-agent: {describe_os_error(exc, args.command, 'run it again')}",
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("parquet-agent: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # `... | head` stopped reading: not an error of ours
-        return stdout_closed()
 
 
 if __name__ == "__main__":

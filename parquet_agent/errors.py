@@ -13,6 +13,8 @@
     │   └── ScriptExhaustedError      a ScriptedModel was asked for more replies than it holds
     ├── SandboxUnavailable            the kernel cannot protect the corpus and no one accepted that
     ├── RunError                      a run folder that cannot be started or resumed as asked
+    │   ├── MachineFault              the machine stopped the run: disk full, read-only folder,
+    │   │                             permission denied, a vanished file (resume once fixed)
     │   ├── ResumeRefusedError        code, config or corpus changed since the run was frozen
     │   └── HealthCheckError          a model failed its health call: the run stopped before
     │                                 any case (`--keep-going` runs anyway)
@@ -29,6 +31,8 @@ in `parquet_agent.tools` (`sql`, `timeout`, `memory`, `cpu`, `worker_crashed`, `
 """
 
 from __future__ import annotations
+
+import errno
 
 
 class ParquetAgentError(Exception):
@@ -89,6 +93,51 @@ class ScriptExhaustedError(ModelError):
 
 class RunError(ParquetAgentError):
     """A run folder that cannot be started or resumed as asked."""
+
+
+class MachineFault(RunError):
+    """The machine stopped the run (disk full, read-only folder, permission denied, a file that
+    vanished): nothing recorded is lost; the message says what to do, then resume.
+
+    `error` is the OSError, `doing` what stopped; `run_dir` (when the run folder exists) is the
+    run to resume: `advice(then)` words the same line with another last step (the CLI gives
+    the exact resume command)."""
+
+    def __init__(self, error: OSError, doing: str, run_dir=None):
+        self.error, self.doing, self.run_dir = error, doing, run_dir
+        then = (f"finish it with `--run-dir {run_dir} --resume`" if run_dir is not None
+                else "run the same command again")
+        super().__init__(self.advice(then))
+
+    def advice(self, then: str) -> str:
+        return describe_os_error(self.error, self.doing, then)
+
+
+_FAULTS = {  # errno -> (what happened, what to do)
+    errno.ENOSPC: ("the disk is full", "free space on it"),
+    errno.EDQUOT: ("the disk quota is used up", "free space or raise the quota"),
+    errno.EROFS: ("the folder is on a read-only file system", "make it writable (or give "
+                  "another --run-dir)"),
+    errno.EACCES: ("permission was denied", "make the folder writable for this user"),
+    errno.EPERM: ("the operation was not permitted", "make the folder writable for this user "
+                  "(check `lsattr` for an immutable flag)"),
+    errno.ENOENT: ("a file or folder vanished", "put it back"),
+    errno.EIO: ("the disk reported an I/O error", "check the disk"),
+}
+
+# the machine, not a case: such an error stops the run (resumable) instead of failing a case
+MACHINE_ERRNOS = frozenset(_FAULTS) - {errno.ENOENT}
+
+
+def is_machine_fault(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in MACHINE_ERRNOS
+
+
+def describe_os_error(exc: OSError, doing: str, then: str) -> str:
+    """One line: what happened (`doing`, the cause, the file) and what to do (`then`)."""
+    cause, fix = _FAULTS.get(exc.errno or 0, (exc.strerror or type(exc).__name__, "fix the cause"))
+    where = f" ({exc.filename})" if exc.filename else ""
+    return f"{doing} stopped: {cause}{where}. Nothing recorded was lost: {fix}, then {then}"
 
 
 class ResumeRefusedError(RunError):

@@ -49,11 +49,13 @@ from parquet_agent.errors import (
     ConfigError,
     CorpusError,
     HealthCheckError,
+    MachineFault,
     ModelCallError,
     RunInterrupted,
+    is_machine_fault,
 )
 from parquet_agent.experiment_config import ExperimentConfig, case_id, load_config
-from parquet_agent.files import sha256_file
+from parquet_agent.files import ignore_os_errors, sha256_file
 from parquet_agent.judge import (
     Judge,
     JudgeInput,
@@ -166,13 +168,20 @@ class Experiment:
                 # the mode that ran and why (e.g. no delegated cgroup v2 controllers here)
                 sandbox_mode=f"{reader.sandbox_mode}; cgroup {reader.sandbox_info()['cgroup']}",
                 engine=engine.describe())
-            run, allowed = self._open_run(config, frozen, run_dir, resume)
+            try:
+                run, allowed = self._open_run(config, frozen, run_dir, resume)
+            except OSError as exc:  # a read-only or full runs folder, no permission
+                if resume:
+                    raise MachineFault(exc, f"resuming the run {run_dir}", run_dir) from exc
+                raise MachineFault(exc, "creating the run folder") from exc
             try:
                 return self._execute(run, config, questions, question_ids, snapshot, models,
                                      judge_model, tools, reader, scopes, engine,
                                      _Session(keep_going, retry_failed, allowed))
+            except OSError as exc:  # disk full mid-run, a folder made read-only, ...
+                raise MachineFault(exc, f"the run {run.dir}", run.dir) from exc
             finally:
-                run.close()
+                ignore_os_errors(run.close)
         finally:
             if engine is not None:
                 engine.close()
@@ -212,7 +221,7 @@ class Experiment:
                                       retry_failed=how.retry_failed))
         memory = TreeMemory()
         memory.start()
-        status = "finished"
+        status, fault = "finished", False
         try:
             done = run.completed_cases()
             if how.retry_failed:
@@ -233,16 +242,17 @@ class Experiment:
         except KeyboardInterrupt as exc:
             status = "interrupted"
             raise RunInterrupted(run.dir) from exc
-        except BaseException:  # SnapshotChangedError and any other stop
-            status = "error"
+        except BaseException as exc:  # SnapshotChangedError, a machine fault, any other stop
+            status, fault = "error", is_machine_fault(exc)
             raise
         finally:
             memory.stop()
-            run_journal.append(RunFinished(
+            # on a full disk this record cannot be written either: the original error counts
+            ignore_os_errors(lambda: run_journal.append(RunFinished(
                 session=session, wall_ms=round((time.perf_counter() - started) * 1000, 1),
-                peak_rss_bytes=memory.peak, status=status, engine=engine.figures()))
-            if status != "finished":  # what happened so far, unfinished cases marked as such
-                _export_quietly(run.dir)
+                peak_rss_bytes=memory.peak, status=status, engine=engine.figures())))
+            if status != "finished" and not fault:  # what happened so far, unfinished cases
+                _export_quietly(run.dir)             # marked (a full disk could not take it)
         _export_if_available(run.dir)
         return RunStore(run.dir.parent).open(run.dir)
 
@@ -396,6 +406,8 @@ def _run_case(run: Any, plan: CasePlan, agent: Agent, judge: Judge, reader: Tool
             return None
         return outcome.cost_usd + judge_cost
     except Exception as exc:  # a bug or an unexpected failure: record it, keep the run going
+        if is_machine_fault(exc):  # the machine, not the case: stop the run (resumable)
+            raise
         journal.append(CaseFailed(type(exc).__name__, str(exc)[:2000], False))
         return None
 

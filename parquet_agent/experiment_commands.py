@@ -85,7 +85,7 @@ def _execute(command: list[str], start, estimates=None) -> int:
     """Run `start()`, then print the summary, the actual cost against the estimate and what
     did not finish; the exit status says how it went (0 all finished, 1 cases failed or
     unfinished, 130 interrupted)."""
-    from parquet_agent.errors import RunInterrupted
+    from parquet_agent.errors import MachineFault, RunInterrupted
 
     try:
         run = start()
@@ -93,6 +93,12 @@ def _execute(command: list[str], start, estimates=None) -> int:
         print(f"parquet-agent: interrupted; run folder {exc.run_dir}\n"
               f"  resume with: {resume_command(command, exc.run_dir)}", file=sys.stderr)
         return 130
+    except MachineFault as exc:  # one line, ending with the exact command that finishes it
+        if exc.run_dir is None:
+            raise
+        print("parquet-agent: " + exc.advice(
+            f"finish it with `{resume_command(command, exc.run_dir)}`"), file=sys.stderr)
+        return 2
     _print_result(run)
     if estimates is not None:
         from parquet_agent.estimate import check_text

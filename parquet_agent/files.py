@@ -135,3 +135,12 @@ class WriterLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = -1
+
+
+def ignore_os_errors(action) -> None:
+    """Run a clean-up step whose own failure (the disk is still full) must not hide the error
+    that stopped the work."""
+    try:
+        action()
+    except OSError:
+        pass

@@ -27,9 +27,15 @@ class DriftWatch:
     def check(self) -> None:
         check = self.snapshot.check(self.corpus, quick=True)
         if not check.ok:
-            raise SnapshotChangedError(
-                f"the corpus changed during the run, so its results are no longer comparable: "
-                f"{check.describe()}")
+            what = check.describe().replace("\n", "; ")
+            if check.changed:
+                raise SnapshotChangedError(
+                    f"the corpus changed during the run, so its results are no longer "
+                    f"comparable: {what}. Restore the snapshotted files to finish it with "
+                    "--resume, or start a new run")
+            raise SnapshotChangedError(  # vanished (moved, unmounted): the likelier fix
+                f"corpus file(s) vanished from {self.corpus} during the run ({what}). Nothing "
+                "recorded was lost: put them back unchanged, then finish the run with --resume")
         with self._lock:
             new = [n for n in check.new if n not in self._reported]
             if new:

@@ -4,11 +4,16 @@
 There must be exactly one: a second `sync_playwright()` started while the first is alive fails
 ("Playwright Sync API inside the asyncio loop"). Tests that need it skip cleanly where Chromium
 is missing; `.ci/run` installs it, so CI never skips them.
+
+`small_tmpfs`: a real 8 MiB tmpfs mounted for one test (a disk that fills up, a folder that can
+be remounted read-only or made immutable); needs root, which CI has, and skips otherwise.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -27,3 +32,31 @@ def browser():
         b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
         yield b
         b.close()
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("needs root to mount a small tmpfs (CI runs as root)")
+    mount = tmp_path / "tmpfs"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    yield mount
+    subprocess.run(["chattr", "-R", "-i", str(mount)], capture_output=True)
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill_disk(folder) -> object:
+    """Write `folder/filler` until the file system holding `folder` is full; its path."""
+    filler = folder / "filler"
+    with open(filler, "wb", buffering=0) as f:
+        for block in (65536, 512):
+            try:
+                while True:
+                    f.write(b"\0" * block)
+            except OSError:
+                pass
+    return filler

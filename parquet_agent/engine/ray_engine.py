@@ -187,6 +187,8 @@ class RayEngine:
                     raise EngineError("every Ray node was lost; finish the run with --resume "
                                       f"once nodes are back ({len(queue)} case(s) left)")
                 ready, _ = ray.wait([*inflight, *probes], num_returns=1, timeout=1.0)
+                if store.fault is not None:  # the driver's disk is full, read-only, ...
+                    raise store.fault
                 for ref in ready:
                     if ref in probes:
                         self._probed(probes.pop(ref), ref)
@@ -233,6 +235,8 @@ class RayEngine:
         try:
             return self.ray.get(ref)
         except RayTaskError as exc:  # an error the case code did not record: stop, as locally
+            if store.fault is not None:  # the case stopped on the driver's machine fault
+                raise store.fault from None
             raise exc.as_instanceof_cause() from None
         except (RayActorError, WorkerCrashedError) as exc:
             node.lost += 1

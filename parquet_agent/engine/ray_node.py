@@ -113,7 +113,9 @@ class RemoteRun:
         ok, value = ray.get(self.mailbox.call.remote((op, self.case_id, self.lease, args)))
         self.write_ms.append((time.perf_counter() - t0) * 1000)
         if not ok:
-            kind, message = value
+            kind, message, *fault = value
+            if fault:  # the driver's disk is full, read-only, ...: stop as a local case does
+                raise OSError(*fault[0])
             raise RemoteStoreError(f"the driver's store refused {op} for {self.case_id}: "
                                    f"{kind}: {message}")
         return value

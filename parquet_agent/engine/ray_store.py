@@ -11,6 +11,10 @@ another node (its node died), it raises the case's lease first; a late write fro
 node's lease is refused (`StaleLeaseError`), so a case's journal never interleaves two attempts.
 The check and the write happen under the case's lock, so no write slips between them.
 
+A machine fault on the driver (disk full, read-only folder, permission denied) is answered with
+its errno, so the node's case stops as a local one does (an OSError, not a case failure), and is
+kept in `fault`: the engine stops the run with it.
+
 The mailbox actor runs on the driver's node (`ray_engine` pins it there) and holds no state worth
 keeping: if it is lost, the cases in flight fail like a lost node's and are re-run.
 """
@@ -23,6 +27,8 @@ import threading
 import time
 from collections import defaultdict
 from typing import Any
+
+from parquet_agent.errors import is_machine_fault
 
 TAKE_BATCH = 64
 TAKE_WAIT_S = 0.5
@@ -85,6 +91,7 @@ class DriverStore:
         self._guard = threading.Lock()
         self._stop = threading.Event()
         self._apply_ms: list[float] = []
+        self.fault: OSError | None = None  # the first machine fault a write met
         self._threads = [threading.Thread(target=self._serve, name=f"ray-store-{i}", daemon=True)
                          for i in range(threads)]
 
@@ -139,6 +146,9 @@ class DriverStore:
                                           "was given to another node)")
                 value = self._do(op, case_id, args)
         except Exception as exc:  # noqa: BLE001 - the node raises it in the case (recorded there)
+            if is_machine_fault(exc):
+                self.fault = self.fault or exc
+                return False, ("OSError", str(exc)[:2000], (exc.errno, exc.strerror, exc.filename))
             return False, (type(exc).__name__, str(exc)[:2000])
         with self._guard:
             self._apply_ms.append((time.perf_counter() - t0) * 1000)

@@ -231,6 +231,8 @@ class HttpModel:
             t0 = time.perf_counter()
             with self.transport.exchange(sink, f"{request.label}.attempt-{number:02d}") as ex:
                 outcome, malformed, failure = self._one_attempt(request, sent, ex)
+            if ex.fault is not None:  # the machine (disk full ...), not the provider: no retry
+                raise ex.fault
             if failure is not None and _repeats(failure, ex, previous_body):
                 failure = replace(failure, retryable=False, deterministic=True,
                                   message=failure.message + " (the same reply as the previous "

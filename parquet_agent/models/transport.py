@@ -73,6 +73,9 @@ class Exchange:
     error_kind: str | None = None  # "timeout" | "network"
     http_count: int = 0
     sent_at: float | None = None  # perf_counter of the first send
+    # the machine refused a record (disk full, read-only): the SDK would wrap it as a connection
+    # error and the adapter retry; the adapter raises this instead
+    fault: OSError | None = None
 
 
 class UnrecordedRequestError(RuntimeError):
@@ -112,7 +115,7 @@ class RecordingTransport(httpx2.BaseTransport):
         ex.http_count += 1
         name = ex.name if ex.http_count == 1 else f"{ex.name}.http-{ex.http_count}"
         body = request.read()
-        ex.request_path = ex.sink.write(f"{name}.request.json", self._request_record(request, body))
+        ex.request_path = _write(ex, f"{name}.request.json", self._request_record(request, body))
         ex.sent_at = ex.sent_at or time.perf_counter()
         try:
             response = self._inner.handle_request(request)
@@ -123,8 +126,8 @@ class RecordingTransport(httpx2.BaseTransport):
         except httpx2.TransportError as exc:
             ex.error = f"{type(exc).__name__}: {exc}"
             ex.error_kind = "timeout" if isinstance(exc, httpx2.TimeoutException) else "network"
-            ex.response_path = ex.sink.write(
-                f"{name}.response.json", self._failure_record(request, ex.error, ex.error_kind)
+            ex.response_path = _write(
+                ex, f"{name}.response.json", self._failure_record(request, ex.error, ex.error_kind)
             )
             raise
         data = self._scrub(data)
@@ -138,8 +141,8 @@ class RecordingTransport(httpx2.BaseTransport):
         ex.headers = {k.lower(): v for k, v in headers}
         ex.body = data
         ex.error = ex.error_kind = None
-        ex.response_path = ex.sink.write(
-            f"{name}.response.json", self._response_record(request, response, headers, data)
+        ex.response_path = _write(
+            ex, f"{name}.response.json", self._response_record(request, response, headers, data)
         )
         extensions = {
             k: v for k, v in response.extensions.items() if k in ("http_version", "reason_phrase")
@@ -226,6 +229,14 @@ class RecordingTransport(httpx2.BaseTransport):
                 "error_kind": kind,
             }
         )
+
+
+def _write(ex: Exchange, name: str, data: bytes) -> str:
+    try:
+        return ex.sink.write(name, data)
+    except OSError as exc:
+        ex.fault = exc
+        raise
 
 
 def json_spellings(secret: str) -> "re.Pattern[bytes]":

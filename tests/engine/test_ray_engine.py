@@ -26,11 +26,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from parquet_agent.engine import EngineConfig
-from parquet_agent.errors import EngineError
+from parquet_agent.errors import EngineError, MachineFault
 from parquet_agent.experiment import Experiment
 from parquet_agent.experiment_config import load_config
 from parquet_agent.models.fakes import openai_server
 from parquet_agent.store import RunStore
+from tests.conftest import fill_disk
 from tests.engine.grid import GridScript, harness_answers, write_config
 from tests.harness_corpus import make_harness_corpus
 
@@ -236,6 +237,37 @@ def test_a_killed_driver_is_finished_by_a_local_resume(cluster, corpus, tmp_path
     assert run.manifest["engine"]["kind"] == "ray"
     sessions = [e.data["engine"] for e in run.run_events() if e.event == "run_started"]
     assert [s["kind"] for s in sessions] == ["ray", "local"]
+
+
+def test_the_drivers_disk_full_stops_the_run_then_resume_finishes(cluster, corpus, tmp_path,
+                                                                   small_tmpfs):
+    """Nodes write through the driver: its full disk stops the run as a local one (issue 14)."""
+    script = GridScript(harness_answers(corpus), latency_s=0.3)
+    run_dir = small_tmpfs / "runs" / "full"
+    filled: list[Path] = []
+
+    def fill() -> None:
+        deadline = time.monotonic() + 240
+        while not list((run_dir / "journal").glob("*.jsonl.gz")) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        filled.append(fill_disk(small_tmpfs))
+
+    with openai_server(script) as server:
+        config = write_config(tmp_path / "ray.toml", corpus, small_tmpfs / "runs", server.url,
+                              engine=_engine(cluster))
+        filler = threading.Thread(target=fill, daemon=True)
+        filler.start()
+        with pytest.raises(MachineFault) as err:
+            Experiment.from_toml(config, env=ENV, progress=False).run(run_dir)
+        filler.join(timeout=5)
+        assert filled, "no case finished before the run stopped"
+        message = str(err.value)
+        assert "disk is full" in message and str(run_dir) in message and "--resume" in message
+        filled[0].unlink()
+        run = Experiment.from_toml(config, env=ENV, progress=False).run(run_dir, resume=True)
+    _check_complete_once(run)
+    failed = [e for e in _events(run, "case_failed") if e.data["error_type"] != "NodeLost"]
+    assert not failed, "the machine's fault was recorded as a case failure"
 
 
 def test_a_whole_node_killed_mid_run_finishes_on_the_other(cluster, corpus, tmp_path):

@@ -1,0 +1,178 @@
+"""The machine's faults (issue 14): a full disk (a small tmpfs mounted here, as root), a read-only
+runs folder, permission denied (an immutable folder: root is refused too) and a corpus file that
+vanished mid-run end `parquet-agent run` with one line that says what happened and what to do,
+exit status 2, nothing recorded lost; `--resume` finishes the run once the cause is gone.
+
+Real CLI processes, real run folders, the OpenAI SDK against the fake server on 127.0.0.1 (each
+answer call takes 0.2 s, so the fault lands while cases are in flight), the harness corpus."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from parquet_agent.models.fakes import openai_server
+from parquet_agent.store import RunStore
+from tests.conftest import fill_disk
+from tests.engine.grid import GridScript, harness_answers, write_config
+from tests.harness_corpus import make_harness_corpus
+
+REPO = Path(__file__).resolve().parents[1]
+GRID = 12  # 3 questions x 2 models x 2 strategies
+ENV = dict(os.environ, FAKE_OPENAI_KEY="sk-test")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return make_harness_corpus(tmp_path_factory.mktemp("faults") / "corpus")
+
+
+def _start(config: Path, run_dir: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "parquet_agent", "run", str(config), "--run-dir", str(run_dir),
+         "--quiet", *extra], cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+
+
+def _finish(proc: subprocess.Popen) -> subprocess.CompletedProcess:
+    out, err = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _run(config: Path, run_dir: Path, *extra: str) -> subprocess.CompletedProcess:
+    return _finish(_start(config, run_dir, *extra))
+
+
+def _sealed(run_dir: Path) -> int:
+    """Cases whose journal is sealed (finished) so far."""
+    return len(list((run_dir / "journal").glob("*.jsonl.gz")))
+
+
+def _when_cases_finished(proc: subprocess.Popen, run_dir: Path, n: int = 1) -> None:
+    deadline = time.monotonic() + 120
+    while _sealed(run_dir) < n:
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "no case finished in time"
+        time.sleep(0.02)
+
+
+def _one_line(done: subprocess.CompletedProcess) -> str:
+    """The run's stderr is one `parquet-agent:` line and nothing else (no traceback; the
+    price table's "cost unknown" warnings for the fake models aside)."""
+    assert done.returncode == 2, (done.stdout[-1000:], done.stderr[-3000:])
+    lines = [line for line in done.stderr.splitlines()
+             if line.strip() and not line.startswith("cost unknown: ")]
+    assert len(lines) == 1 and lines[0].startswith("parquet-agent: "), done.stderr[-3000:]
+    return lines[0]
+
+
+def _finished_once(run_dir: Path) -> None:
+    with RunStore(run_dir.parent).open(run_dir) as run:
+        report = run.verify()
+        assert report.ok, str(report)
+        events = run.all_events()
+        cases = [c for c in events if c != "_run"]
+        assert len(cases) == len(run.completed_cases()) == GRID
+        for cid in cases:
+            finished = [e for e in events[cid] if e.event == "case_finished"]
+            assert len(finished) == 1 and finished[0].data["status"] == "complete", cid
+
+
+def _partial_run(config: Path, run_dir: Path) -> None:
+    """A run stopped hard (SIGKILL) after its first case finished, as a crash leaves it."""
+    proc = _start(config, run_dir)
+    _when_cases_finished(proc, run_dir)
+    proc.send_signal(signal.SIGKILL)
+    _finish(proc)
+    assert _sealed(run_dir) < GRID
+
+
+def test_disk_full_mid_run_is_one_line_then_resume_finishes(corpus, tmp_path, small_tmpfs):
+    script = GridScript(harness_answers(corpus), latency_s=0.2)
+    run_dir = small_tmpfs / "runs" / "full"
+    with openai_server(script) as server:
+        config = write_config(tmp_path / "exp.toml", corpus, small_tmpfs / "runs", server.url,
+                              case_workers=2)
+        proc = _start(config, run_dir)
+        _when_cases_finished(proc, run_dir)
+        filler = fill_disk(small_tmpfs)
+        line = _one_line(_finish(proc))
+        assert "disk is full" in line and str(run_dir) in line, line
+        assert "--resume" in line and "Nothing recorded was lost" in line, line
+        filler.unlink()
+        done = _run(config, run_dir, "--resume")
+        assert done.returncode == 0, done.stderr[-3000:]
+    _finished_once(run_dir)
+    # every answer call paid before the disk filled is replayed, not asked again, except calls
+    # cut off mid-write by the fault (at most one per case in flight)
+    assert sum(n - 1 for n in script.duplicates().values()) <= 2
+
+
+def test_read_only_runs_folder_is_one_line_for_run_and_resume(corpus, tmp_path, small_tmpfs):
+    script = GridScript(harness_answers(corpus), latency_s=0.1)
+    runs = small_tmpfs / "runs"
+    runs.mkdir()
+    with openai_server(script) as server:
+        config = write_config(tmp_path / "exp.toml", corpus, runs, server.url, case_workers=2)
+        _partial_run(config, runs / "crashed")
+        subprocess.run(["mount", "-o", "remount,ro", str(small_tmpfs)], check=True)
+        try:
+            fresh = _one_line(_run(config, runs / "new"))
+            resumed = _one_line(_run(config, runs / "crashed", "--resume"))
+        finally:
+            subprocess.run(["mount", "-o", "remount,rw", str(small_tmpfs)], check=True)
+        assert "read-only" in fresh and "creating the run folder" in fresh, fresh
+        assert "read-only" in resumed and str(runs / "crashed") in resumed, resumed
+        assert "--resume" in resumed, resumed
+        done = _run(config, runs / "crashed", "--resume")
+        assert done.returncode == 0, done.stderr[-3000:]
+    _finished_once(runs / "crashed")
+
+
+def test_permission_denied_is_one_line_then_resume_finishes(corpus, tmp_path, small_tmpfs):
+    script = GridScript(harness_answers(corpus), latency_s=0.1)
+    run_dir = small_tmpfs / "runs" / "locked"
+    with openai_server(script) as server:
+        config = write_config(tmp_path / "exp.toml", corpus, small_tmpfs / "runs", server.url,
+                              case_workers=2)
+        _partial_run(config, run_dir)
+        journal = run_dir / "journal"
+        # immutable: even root is refused (EPERM) creating or sealing a journal in it
+        subprocess.run(["chattr", "+i", str(journal)], check=True)
+        try:
+            line = _one_line(_run(config, run_dir, "--resume"))
+        finally:
+            subprocess.run(["chattr", "-i", str(journal)], check=True)
+        assert "not permitted" in line and str(journal) in line, line
+        assert "--resume" in line, line
+        done = _run(config, run_dir, "--resume")
+        assert done.returncode == 0, done.stderr[-3000:]
+    _finished_once(run_dir)
+
+
+def test_a_corpus_file_vanished_mid_run_is_one_line_then_resume_finishes(corpus, tmp_path):
+    copy = tmp_path / "corpus"
+    shutil.copytree(corpus, copy)
+    victim = sorted(copy.glob("*.parquet"))[0]
+    moved = tmp_path / victim.name
+    script = GridScript(harness_answers(corpus), latency_s=0.2)
+    run_dir = tmp_path / "runs" / "v"
+    with openai_server(script) as server:
+        config = write_config(tmp_path / "exp.toml", copy, tmp_path / "runs", server.url,
+                              case_workers=1)
+        proc = _start(config, run_dir)
+        _when_cases_finished(proc, run_dir)
+        victim.rename(moved)
+        line = _one_line(_finish(proc))
+        assert victim.name in line and "put" in line and "--resume" in line, line
+        moved.rename(victim)
+        done = _run(config, run_dir, "--resume")
+        assert done.returncode == 0, done.stderr[-3000:]
+    _finished_once(run_dir)
