@@ -206,7 +206,8 @@ class RayEngine:
                     progress.update(cost=result["cost"])
         finally:
             self._wall_s = time.perf_counter() - t0
-            for ref in inflight:  # an interrupt: the nodes stop with the run
+            store.refuse_writes()  # cases cut off now are redone on resume, not recorded failed
+            for ref in inflight:  # an interrupt or a fault: the nodes stop with the run
                 ray.cancel(ref, force=False)
             store.stop()
             self._store_figures = store.figures()

@@ -38,6 +38,12 @@ class StaleLeaseError(Exception):
     """A write for a case that has since been given to another node."""
 
 
+class RunStoppingError(Exception):
+    """A write that arrived after the run began to stop (a machine fault, Ctrl-C): the case is
+    redone on resume, so nothing of it is recorded now (a cancelled case would otherwise record
+    its cancellation as its own failure)."""
+
+
 class Mailbox:
     """Ray async actor: pairs node calls with driver replies (no disk, no run state)."""
 
@@ -90,6 +96,7 @@ class DriverStore:
         self._locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
         self._guard = threading.Lock()
         self._stop = threading.Event()
+        self._refusing = threading.Event()
         self._apply_ms: list[float] = []
         self.fault: OSError | None = None  # the first machine fault a write met
         self._threads = [threading.Thread(target=self._serve, name=f"ray-store-{i}", daemon=True)
@@ -104,6 +111,10 @@ class DriverStore:
         self._stop.set()
         for t in self._threads:
             t.join(timeout=TAKE_WAIT_S * 4)
+
+    def refuse_writes(self) -> None:
+        """From now on every request is refused (`RunStoppingError`)."""
+        self._refusing.set()
 
     def lease(self, case_id: str) -> int:
         """A new lease for `case_id`: earlier leases' writes are refused from now on."""
@@ -141,6 +152,8 @@ class DriverStore:
         t0 = time.perf_counter()
         try:
             with self._lock_of(case_id):
+                if self._refusing.is_set():
+                    raise RunStoppingError(f"{case_id}: the run is stopping")
                 if self._leases.get(case_id) != lease:
                     raise StaleLeaseError(f"{case_id}: lease {lease} was withdrawn (the case "
                                           "was given to another node)")
