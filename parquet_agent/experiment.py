@@ -63,16 +63,19 @@ from parquet_agent.judge import (
     citations,
     judge_prompt_hash,
 )
+from parquet_agent.memory import TreeMemory
 from parquet_agent.models.protocol import (
     GenerationSettings,
     Model,
     ModelRequest,
+    RawSink,
     UserMessage,
     total_cost,
 )
 from parquet_agent.models.spec import ModelSpec
+from parquet_agent.models.transport import ReplaySink
 from parquet_agent.progress import Progress
-from parquet_agent.run_watch import DriftWatch, TreeMemory
+from parquet_agent.run_watch import DriftWatch
 from parquet_agent.store import (
     CaseFailed,
     CaseFinished,
@@ -247,10 +250,13 @@ class Experiment:
             raise
         finally:
             memory.stop()
+            figures = engine.figures()
+            # a Ray run's nodes are not this process's children: their trees' peaks are added
+            peak = memory.peak + ((figures or {}).get("nodes_peak_pss_bytes") or 0)
             # on a full disk this record cannot be written either: the original error counts
             ignore_os_errors(lambda: run_journal.append(RunFinished(
                 session=session, wall_ms=round((time.perf_counter() - started) * 1000, 1),
-                peak_rss_bytes=memory.peak, status=status, engine=engine.figures())))
+                peak_rss_bytes=peak, status=status, engine=figures)))
             if status != "finished" and not fault:  # what happened so far, unfinished cases
                 _export_quietly(run.dir)             # marked (a full disk could not take it)
         _export_if_available(run.dir)
@@ -378,6 +384,8 @@ def _run_case(run: Any, plan: CasePlan, agent: Agent, judge: Judge, reader: Tool
     cid = case_id(question_id, model, strategy)
     journal = run.journal(cid)
     replay = run.replay(cid)
+    # paid responses a stopped session recorded but never journaled are replayed, not re-bought
+    sink = ReplaySink(run.raw, replay.unclaimed) if replay.unclaimed else run.raw
     t0 = time.perf_counter()
     reference = questions.reference(question_id)
     journal.append(CaseStarted(
@@ -387,14 +395,14 @@ def _run_case(run: Any, plan: CasePlan, agent: Agent, judge: Judge, reader: Tool
         reference_answer=reference.reference_answer,
         gold_evidence=[e.to_json() for e in reference.gold_evidence]))
     try:
-        outcome = agent.run(questions.question(question_id), case_id=cid, sink=run.raw,
+        outcome = agent.run(questions.question(question_id), case_id=cid, sink=sink,
                             journal=journal, replay=replay)
         if outcome.status == "failed" and outcome.retryable:
             journal.append(CaseFailed("ModelCallError", outcome.error or outcome.reason, True))
             return outcome.cost_usd
         judge_cost = 0.0
         if outcome.answer is not None:
-            judge_cost = _judge_case(run, journal, judge, reader, questions, question_id, cid,
+            judge_cost = _judge_case(sink, journal, judge, reader, questions, question_id, cid,
                                      outcome, replay.judgment)
         attempts = sum(isinstance(e.payload, ModelAttempt)  # judge attempts too
                        for e in run.case_events(cid, resolve=False))
@@ -412,7 +420,7 @@ def _run_case(run: Any, plan: CasePlan, agent: Agent, judge: Judge, reader: Tool
         return None
 
 
-def _judge_case(run: Run, journal, judge: Judge, reader: Tools, questions: QuestionSet,
+def _judge_case(sink: RawSink, journal, judge: Judge, reader: Tools, questions: QuestionSet,
                 question_id: str, cid: str, outcome: AgentOutcome,
                 saved: Judgment | None) -> float | None:
     if saved is not None:  # judged in an earlier session that stopped before case_finished
@@ -427,7 +435,7 @@ def _judge_case(run: Run, journal, judge: Judge, reader: Tools, questions: Quest
         gold_evidence=tuple(e.to_json() for e in reference.gold_evidence),
         tool_evidence=evidence, cited_spans=_cited_spans(reader, outcome.answer),
         answerable=reference.answerable)
-    verdict = judge.judge(inp, sink=run.raw, label=f"{cid}/judge")
+    verdict = judge.judge(inp, sink=sink, label=f"{cid}/judge")
     journal.append_many([
         *(JudgeAttempt(label=a.label, attempt=a) for a in verdict.attempts),
         Judgment(

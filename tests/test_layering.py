@@ -19,7 +19,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "parquet_agent"
 # `*.commands` modules (argparse wiring of each piece) and the package's own `__init__` (the
 # public names, imported on first use) belong to the cli layer.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("shared", ("parquet_agent.errors", "parquet_agent.files", "parquet_agent.checks",
+    ("shared", ("parquet_agent.errors", "parquet_agent.files", "parquet_agent.memory",
+                "parquet_agent.checks",
                 "parquet_agent.stats", "parquet_agent.progress", "parquet_agent.console")),
     ("corpus", ("parquet_agent.corpus",)),
     ("models", ("parquet_agent.models",)),

@@ -23,6 +23,7 @@ from parquet_agent.store import RunStore
 from tests.conftest import fill_disk
 from tests.engine.grid import GridScript, harness_answers, write_config
 from tests.harness_corpus import make_harness_corpus
+from tests.window import check_complete_once
 
 REPO = Path(__file__).resolve().parents[1]
 GRID = 12  # 3 questions x 2 models x 2 strategies
@@ -75,14 +76,7 @@ def _one_line(done: subprocess.CompletedProcess) -> str:
 
 def _finished_once(run_dir: Path) -> None:
     with RunStore(run_dir.parent).open(run_dir) as run:
-        report = run.verify()
-        assert report.ok, str(report)
-        events = run.all_events()
-        cases = [c for c in events if c != "_run"]
-        assert len(cases) == len(run.completed_cases()) == GRID
-        for cid in cases:
-            finished = [e for e in events[cid] if e.event == "case_finished"]
-            assert len(finished) == 1 and finished[0].data["status"] == "complete", cid
+        check_complete_once(run, GRID)
 
 
 def _partial_run(config: Path, run_dir: Path) -> None:

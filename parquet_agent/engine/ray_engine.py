@@ -14,9 +14,10 @@ checks the driver's corpus before each dispatch (as the local engine does), and 
 journal append and raw record of the nodes on the driver (`ray_store.DriverStore`). When a node's
 actor or worker process dies mid-case, the case's lease is withdrawn (its late writes are refused),
 `case_failed` (`NodeLost`, retryable) is journaled, and the case is given to another node, where
-it replays its saved turns and tool results from the journal: no successful model call is made
-twice. The lost actor is restarted by Ray once; if it comes back (its corpus checked again) it
-takes cases again, otherwise it is dropped.
+it replays its saved turns and tool results from the journal, and a response already durable in
+the driver's raw store but not yet journaled from that record (`store.unclaimed`): no successful
+model call is made twice. The lost actor is restarted by Ray once; if it comes back (its corpus
+checked again) it takes cases again, otherwise it is dropped.
 
 What stays on the driver: the run folder (manifest, journals, raw store, ledger, exports), the
 health checks, the corpus drift checks and the progress bar. Nodes get the config, questions and
@@ -54,6 +55,7 @@ class _Node:
     case_ms: float = 0.0
     write_ms: list[float] = field(default_factory=list)
     lost: int = 0
+    peak_pss: int = 0  # bytes: the node actor's process tree, as it last reported it
 
     @property
     def label(self) -> str:
@@ -159,10 +161,13 @@ class RayEngine:
         minutes = self._wall_s / 60 if self._wall_s else None
         per_node = {n.label: {"cases": n.done, "case_s": round(n.case_ms / 1000, 3),
                               "cases_per_min": round(n.done / minutes, 2) if minutes else None,
-                              "lost": n.lost, "write_round_trip": summarise_ms(n.write_ms)}
+                              "lost": n.lost, "write_round_trip": summarise_ms(n.write_ms),
+                              "peak_pss_bytes": n.peak_pss}
                     for n in self.nodes}
         every = [ms for n in self.nodes for ms in n.write_ms]
         return {"kind": "ray", "wall_s": round(self._wall_s, 3), "nodes": per_node,
+                # each node's peak, summed (an upper bound: the peaks need not coincide)
+                "nodes_peak_pss_bytes": sum(n.peak_pss for n in self.nodes),
                 "write_round_trip": summarise_ms(every), "driver_apply": self._store_figures}
 
     # -- the case loop ----------------------------------------------------------------------------
@@ -203,6 +208,7 @@ class RayEngine:
                     node.done += 1
                     node.case_ms += result["wall_ms"]
                     node.write_ms += result["write_ms"]
+                    node.peak_pss = max(node.peak_pss, result.get("peak_pss") or 0)
                     progress.update(cost=result["cost"])
         finally:
             self._wall_s = time.perf_counter() - t0

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from parquet_agent.corpus.snapshot import CorpusSnapshot
+from parquet_agent.memory import TreeMemory
 from parquet_agent.tools import Tools
 
 
@@ -64,6 +65,8 @@ class NodeWorker:
                                      skip_index=skip_index)
         self._parts: dict[tuple, Any] = {}
         self._lock = threading.Lock()
+        self.memory = TreeMemory()  # this actor, its fork server and workers
+        self.memory.start()
 
     def info(self) -> dict[str, Any]:
         out = {"name": self.name, "node_id": self.node_id, "pid": self.pid,
@@ -83,7 +86,7 @@ class NodeWorker:
         t0 = time.perf_counter()
         cost = plan.run_case(parts, run, item, node=self.name)
         return {"cost": cost, "node": self.name, "wall_ms": (time.perf_counter() - t0) * 1000,
-                "write_ms": run.write_ms}
+                "write_ms": run.write_ms, "peak_pss": self.memory.peak}
 
     def _parts_for(self, plan: Any, env: Mapping[str, str]) -> Any:
         key = (plan.session, plan.manifest_hash)
@@ -93,6 +96,7 @@ class NodeWorker:
             return self._parts[key]
 
     def close(self) -> None:
+        self.memory.stop()
         if self.reader is not None:
             self.reader.close()
             self.reader = None

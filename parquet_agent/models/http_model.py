@@ -292,6 +292,8 @@ class HttpModel:
         usage = reply.usage if reply else (malformed.usage if malformed and malformed.usage else Usage())
         actual_model = reply.model if reply else (malformed.model if malformed else None)
         notes = list(sent.notes) + (list(outcome.notes) if outcome else [])
+        if ex.replayed:
+            notes.append(REPLAYED_NOTE)
         if reply is None and usage.input_tokens is None:
             cost = Cost(None, "unknown", self.prices.version, None,
                         "no usage reported (failed attempt)")
@@ -329,6 +331,10 @@ class HttpModel:
             response_path=ex.response_path,
             notes=tuple(notes),
         )
+
+
+REPLAYED_NOTE = ("replayed: the response recorded before the case stopped (not journaled "
+                 "then), not requested again")
 
 
 def _advice(failure: Failure) -> str:

@@ -18,6 +18,11 @@ journals, case records and reports never see it). Credentials are: `Authorizatio
 `secrets` value wherever it appears. A request outside an `exchange` raises: nothing goes out
 unrecorded. The open exchange is per thread, so one transport serves concurrent calls.
 
+Replay: when the sink is a `ReplaySink` (a case running again after it stopped between a paid
+response and its journal line; see `store.unclaimed`), a request whose label and exact body match
+such a recorded exchange is answered from the record: nothing is sent, nothing new is written,
+the attempt points at the old records and `Exchange.replayed` is set.
+
 Bodies are stored as UTF-8 text when they decode strictly (JSON escaping keeps them exact),
 else base64; `body_sha256` is over the bytes as sent / as parsed.
 """
@@ -76,6 +81,25 @@ class Exchange:
     # the machine refused a record (disk full, read-only): the SDK would wrap it as a connection
     # error and the adapter retry; the adapter raises this instead
     fault: OSError | None = None
+    replayed: bool = False  # answered from a recorded exchange (see ReplaySink)
+
+
+class ReplaySink:
+    """A RawSink over `sink` that also holds the recorded exchanges a stopped case left
+    unjournaled (`store.unclaimed`: `(label, request body sha256) -> exchange` with
+    `request_path`, `response_path`, `response`). Each is handed out once."""
+
+    def __init__(self, sink: RawSink, recorded: dict):
+        self.sink = sink
+        self._recorded = dict(recorded)
+        self._lock = threading.Lock()
+
+    def write(self, name: str, data: bytes) -> str:
+        return self.sink.write(name, data)
+
+    def take_recorded(self, label: str, body_sha256: str):
+        with self._lock:
+            return self._recorded.pop((label, body_sha256), None)
 
 
 class UnrecordedRequestError(RuntimeError):
@@ -115,6 +139,9 @@ class RecordingTransport(httpx2.BaseTransport):
         ex.http_count += 1
         name = ex.name if ex.http_count == 1 else f"{ex.name}.http-{ex.http_count}"
         body = request.read()
+        recorded = _recorded_for(ex, body) if ex.http_count == 1 else None
+        if recorded is not None:
+            return self._replay(request, ex, recorded)
         ex.request_path = _write(ex, f"{name}.request.json", self._request_record(request, body))
         ex.sent_at = ex.sent_at or time.perf_counter()
         try:
@@ -157,6 +184,17 @@ class RecordingTransport(httpx2.BaseTransport):
 
     def close(self) -> None:
         self._inner.close()
+
+    def _replay(self, request: httpx2.Request, ex: Exchange, recorded) -> httpx2.Response:
+        """The recorded response, as the SDK would have received it."""
+        record = json.loads(recorded.response)
+        data = read_body(record)
+        headers = [(k, v) for k, v in record.get("headers", [])]
+        ex.request_path, ex.response_path = recorded.request_path, recorded.response_path
+        ex.status, ex.headers, ex.body = record["status"], {k.lower(): v for k, v in headers}, data
+        ex.sent_at = ex.sent_at or time.perf_counter()
+        ex.replayed = True
+        return httpx2.Response(record["status"], headers=headers, content=data, request=request)
 
     # -- records ------------------------------------------------------------------------
 
@@ -229,6 +267,15 @@ class RecordingTransport(httpx2.BaseTransport):
                 "error_kind": kind,
             }
         )
+
+
+def _recorded_for(ex: Exchange, body: bytes):
+    """The recorded exchange a ReplaySink holds for this request, if any."""
+    take = getattr(ex.sink, "take_recorded", None)
+    label, dot, _ = ex.name.rpartition(".attempt-")
+    if take is None or not dot:
+        return None
+    return take(label, hashlib.sha256(body).hexdigest())
 
 
 def _write(ex: Exchange, name: str, data: bytes) -> str:

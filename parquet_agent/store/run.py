@@ -13,8 +13,9 @@ A `Run` comes from `RunStore.create(...)` (writable, manifest frozen) or `RunSto
     run.completed_cases()         case ids whose journal ends the case (`case_finished`)
     run.failed_cases()            those whose latest `case_finished` is `failed` (retryable)
     run.replay(case_id)           CaseReplay: saved successful turns in order, tool results by
-                                  call id, latest judgment: what a resumed agent reuses instead
-                                  of calling a model again
+                                  call id, latest judgment, and paid responses on disk that no
+                                  journal line claims yet (store.unclaimed): what a resumed
+                                  agent reuses instead of calling a model again
     run.verify()                  VerifyReport: manifest hash, raw digests, journal damage
     run.fold()                    RunFold: every case's view and the run's figures (store.fold)
     run.ledger()                  every attempt's cost by purpose (DataFrame)
@@ -41,6 +42,7 @@ from parquet_agent.files import WriterLock
 from parquet_agent.store.blobs import RawStore
 from parquet_agent.store.journal import RUN_JOURNAL, Journal, read_journal
 from parquet_agent.store.manifest import compare_frozen, manifest_hash
+from parquet_agent.store.unclaimed import unclaimed_exchanges
 from parquet_agent.transcript import (
     CaseFinished,
     CaseReplay,
@@ -297,7 +299,12 @@ class Run:
 
     def replay(self, case_id: str) -> CaseReplay:
         """The saved state of one case: see `CaseReplay`."""
-        return CaseReplay.from_events(case_id, self.case_events(case_id))
+        events = self.case_events(case_id)
+        replay = CaseReplay.from_events(case_id, events)
+        if not replay.sessions:
+            return replay
+        # a case started before may have stopped between a paid response and its journal line
+        return replace(replay, unclaimed=unclaimed_exchanges(self.raw, case_id, events))
 
     # -- freezing and resuming -------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ that never finished.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Protocol, Sequence
 
 from parquet_agent.transcript.codec import Event
@@ -85,6 +85,9 @@ class CaseReplay:
     judgment: Judgment | None  # the latest
     finished: CaseFinished | None
     sessions: int  # how many times the case was started
+    # paid responses a stopped session left on disk unjournaled, by (label, request body
+    # sha256): `store.unclaimed.RecordedExchange`s, filled in by `store.Run.replay`
+    unclaimed: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     @property
     def done(self) -> bool:

@@ -34,6 +34,7 @@ from parquet_agent.store import RunStore
 from tests.conftest import fill_disk
 from tests.engine.grid import GridScript, harness_answers, write_config
 from tests.harness_corpus import make_harness_corpus
+from tests.window import last_node, replayed_attempts, stop_in_the_window
 
 pytestmark = pytest.mark.ray
 pytest.importorskip("ray", reason="Ray is not installed here: pip install 'parquet_agent[ray]' "
@@ -57,8 +58,9 @@ def corpus(tmp_path_factory):
     return make_harness_corpus(tmp_path_factory.mktemp("ray-corpus") / "corpus")
 
 
-def _engine(cluster, **extra) -> str:
-    lines = [f'kind = "ray"', f'address = "{cluster.address}"', "case_workers_per_node = 2"]
+def _engine(cluster, case_workers: int = 2, **extra) -> str:
+    lines = [f'kind = "ray"', f'address = "{cluster.address}"',
+             f"case_workers_per_node = {case_workers}"]
     lines += [f"{k} = {json.dumps(v)}" for k, v in extra.items() if not isinstance(v, dict)]
     table = "".join(f"\n[engine.{k}]\n" + "".join(f'"{a}" = "{b}"\n' for a, b in v.items())
                     for k, v in extra.items() if isinstance(v, dict))
@@ -161,6 +163,10 @@ def test_a_killed_node_worker_reruns_its_cases_elsewhere_and_the_run_matches_a_l
     assert sum(n["lost"] for n in finished["nodes"].values()) == len(lost)
     assert sum(n["cases"] for n in finished["nodes"].values()) == GRID
     assert finished["write_round_trip"]["count"] > 0
+    # the nodes' process trees count in the run's peak memory, not only the driver's
+    assert all(n["peak_pss_bytes"] > 0 for n in finished["nodes"].values() if n["cases"])
+    closing = [e for e in run.run_events() if e.event == "run_finished"][-1].data
+    assert closing["peak_rss_bytes"] > finished["nodes_peak_pss_bytes"] > 0
     nodes = {e.data.get("node") for e in _events(run, "case_started")}
     assert nodes == {"node-0", "node-1"}
     engine = run.manifest["engine"]
@@ -237,6 +243,42 @@ def test_a_killed_driver_is_finished_by_a_local_resume(cluster, corpus, tmp_path
     assert run.manifest["engine"]["kind"] == "ray"
     sessions = [e.data["engine"] for e in run.run_events() if e.event == "run_started"]
     assert [s["kind"] for s in sessions] == ["ray", "local"]
+
+
+def test_a_response_durable_on_the_driver_but_not_journaled_is_replayed_not_paid_again(
+        cluster, corpus, tmp_path):
+    """The node dies after its answer's response reached the driver's raw store and before the
+    turn was journaled: the case re-runs on the other node from its journal and the raw records,
+    and the server sees no answer call twice. One case per node at a time, so the killed worker
+    has no other call in flight."""
+    script = GridScript(harness_answers(corpus), latency_s=0.05)
+    run_dir = tmp_path / "runs" / "window"
+    workers = lambda: [p.pid for n in ("node-0", "node-1") for p in _node_workers(cluster, n)]
+    caught: list[str | None] = []
+
+    def kill(response: str) -> None:
+        for proc in _node_workers(cluster, last_node(run_dir, response)):
+            proc.send_signal(signal.SIGKILL)
+
+    with openai_server(script) as server:
+        config = write_config(tmp_path / "ray.toml", corpus, tmp_path / "runs", server.url,
+                              engine=_engine(cluster, case_workers=1))
+        running = threading.Event()
+        running.set()
+        watcher = threading.Thread(target=lambda: caught.append(stop_in_the_window(
+            run_dir, workers, kill, running.is_set, settle_s=0.5)), daemon=True)
+        watcher.start()
+        try:
+            run = Experiment.from_toml(config, env=ENV, progress=False).run(run_dir)
+        finally:
+            running.clear()
+            watcher.join(timeout=30)
+    assert caught and caught[0], "the run finished before a response was caught unjournaled"
+    _check_complete_once(run)
+    assert script.duplicates() == {}, "a paid answer call was made twice"
+    assert [a["response_path"] for a in replayed_attempts(run)] == [caught[0]]
+    lost = [e for e in _events(run, "case_failed") if e.data["error_type"] == "NodeLost"]
+    assert len(lost) == 1
 
 
 def test_the_drivers_disk_full_stops_the_run_then_resume_finishes(cluster, corpus, tmp_path,

@@ -1,0 +1,56 @@
+"""The peak memory of this process and all its children, sampled on a thread.
+
+    memory = TreeMemory(); memory.start(); ...; memory.stop(); memory.peak   # bytes
+
+Used by the runner for the driver's tree and by each Ray node's actor for its own tree (the
+actor, its fork server and the workers), which are not the driver's children.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import psutil
+
+
+class TreeMemory:
+    """Samples the memory of this process and all its children.
+
+    Uses PSS (proportional set size) where the kernel reports it: forked workers share most
+    pages with their fork server, and summing RSS would count those pages once per process.
+    """
+
+    def __init__(self, interval_s: float = 0.2):
+        self.peak = 0
+        self._interval = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="tree-memory", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self._sample()
+
+    def _sample(self) -> None:
+        me = psutil.Process()
+        total = 0
+        for proc in [me, *me.children(recursive=True)]:
+            try:
+                total += _pss(proc)
+            except psutil.Error:
+                continue
+        self.peak = max(self.peak, total)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            self._sample()
+
+
+def _pss(proc: psutil.Process) -> int:
+    try:
+        return proc.memory_full_info().pss
+    except (AttributeError, psutil.AccessDenied):
+        return proc.memory_info().rss
