@@ -79,6 +79,20 @@ def _finished_once(run_dir: Path) -> None:
         check_complete_once(run, GRID)
 
 
+def _stopped_mid_run(config: Path, run_dir: Path, fault) -> str:
+    """Start a run, call `fault()` once its first case finished; the run's one stderr line."""
+    proc = _start(config, run_dir)
+    _when_cases_finished(proc, run_dir)
+    fault()
+    return _one_line(_finish(proc))
+
+
+def _resume_finishes(config: Path, run_dir: Path) -> None:
+    done = _run(config, run_dir, "--resume")
+    assert done.returncode == 0, done.stderr[-3000:]
+    _finished_once(run_dir)
+
+
 def _partial_run(config: Path, run_dir: Path) -> None:
     """A run stopped hard (SIGKILL) after its first case finished, as a crash leaves it."""
     proc = _start(config, run_dir)
@@ -94,16 +108,12 @@ def test_disk_full_mid_run_is_one_line_then_resume_finishes(corpus, tmp_path, sm
     with openai_server(script) as server:
         config = write_config(tmp_path / "exp.toml", corpus, small_tmpfs / "runs", server.url,
                               case_workers=2)
-        proc = _start(config, run_dir)
-        _when_cases_finished(proc, run_dir)
-        filler = fill_disk(small_tmpfs)
-        line = _one_line(_finish(proc))
+        filled: list[Path] = []
+        line = _stopped_mid_run(config, run_dir, lambda: filled.append(fill_disk(small_tmpfs)))
         assert "disk is full" in line and str(run_dir) in line, line
         assert "--resume" in line and "Nothing recorded was lost" in line, line
-        filler.unlink()
-        done = _run(config, run_dir, "--resume")
-        assert done.returncode == 0, done.stderr[-3000:]
-    _finished_once(run_dir)
+        filled[0].unlink()
+        _resume_finishes(config, run_dir)
     # every answer call paid before the disk filled is replayed, not asked again, except calls
     # cut off mid-write by the fault (at most one per case in flight)
     assert sum(n - 1 for n in script.duplicates().values()) <= 2
@@ -125,9 +135,7 @@ def test_read_only_runs_folder_is_one_line_for_run_and_resume(corpus, tmp_path, 
         assert "read-only" in fresh and "creating the run folder" in fresh, fresh
         assert "read-only" in resumed and str(runs / "crashed") in resumed, resumed
         assert "--resume" in resumed, resumed
-        done = _run(config, runs / "crashed", "--resume")
-        assert done.returncode == 0, done.stderr[-3000:]
-    _finished_once(runs / "crashed")
+        _resume_finishes(config, runs / "crashed")
 
 
 def test_permission_denied_is_one_line_then_resume_finishes(corpus, tmp_path, small_tmpfs):
@@ -146,9 +154,7 @@ def test_permission_denied_is_one_line_then_resume_finishes(corpus, tmp_path, sm
             subprocess.run(["chattr", "-i", str(journal)], check=True)
         assert "not permitted" in line and str(journal) in line, line
         assert "--resume" in line, line
-        done = _run(config, run_dir, "--resume")
-        assert done.returncode == 0, done.stderr[-3000:]
-    _finished_once(run_dir)
+        _resume_finishes(config, run_dir)
 
 
 def test_a_corpus_file_vanished_mid_run_is_one_line_then_resume_finishes(corpus, tmp_path):
@@ -161,12 +167,7 @@ def test_a_corpus_file_vanished_mid_run_is_one_line_then_resume_finishes(corpus,
     with openai_server(script) as server:
         config = write_config(tmp_path / "exp.toml", copy, tmp_path / "runs", server.url,
                               case_workers=1)
-        proc = _start(config, run_dir)
-        _when_cases_finished(proc, run_dir)
-        victim.rename(moved)
-        line = _one_line(_finish(proc))
+        line = _stopped_mid_run(config, run_dir, lambda: victim.rename(moved))
         assert victim.name in line and "put" in line and "--resume" in line, line
         moved.rename(victim)
-        done = _run(config, run_dir, "--resume")
-        assert done.returncode == 0, done.stderr[-3000:]
-    _finished_once(run_dir)
+        _resume_finishes(config, run_dir)
