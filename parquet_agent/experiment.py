@@ -23,8 +23,6 @@ Order of events in `run`:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import sys
 import time
@@ -32,22 +30,11 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from parquet_agent.agent import (
-    NO_TOOLS,
-    PROMPT_VERSION,
-    Agent,
-    AgentOutcome,
-    NoTools,
-    system_prompt,
-)
-from parquet_agent.corpus.index import CorpusIndex
-from parquet_agent.corpus.manifest import MANIFEST_NAME, read_corpus_manifest
+from parquet_agent.agent import NO_TOOLS, Agent, AgentOutcome, NoTools
 from parquet_agent.corpus.questions import QuestionSet, load_questions
 from parquet_agent.corpus.snapshot import CorpusSnapshot
 from parquet_agent.engine import CaseEngine, open_engine
 from parquet_agent.errors import (
-    ConfigError,
-    CorpusError,
     HealthCheckError,
     MachineFault,
     ModelCallError,
@@ -55,14 +42,10 @@ from parquet_agent.errors import (
     is_machine_fault,
 )
 from parquet_agent.experiment_config import ExperimentConfig, case_id, load_config
-from parquet_agent.files import ignore_os_errors, sha256_file
-from parquet_agent.judge import (
-    Judge,
-    JudgeInput,
-    RubricJudgeModel,
-    citations,
-    judge_prompt_hash,
-)
+from parquet_agent.experiment_inputs import (checked_snapshot, input_hashes, load_scopes,
+                                              prompt_hashes)
+from parquet_agent.files import ignore_os_errors
+from parquet_agent.judge import Judge, JudgeInput, RubricJudgeModel, citations
 from parquet_agent.memory import TreeMemory
 from parquet_agent.models.protocol import (
     GenerationSettings,
@@ -145,8 +128,8 @@ class Experiment:
             config = replace(config, limits=replace(config.limits, cache=cache_policy))
         questions = load_questions(config.questions)
         question_ids = config.sample.select(questions.ids)
-        snapshot = _checked_snapshot(Path(config.corpus))
-        scopes = _load_scopes(config, question_ids, snapshot)
+        snapshot = checked_snapshot(Path(config.corpus))
+        scopes = load_scopes(config, question_ids, snapshot)
         from parquet_agent.models.factory import known_keys
 
         keys = known_keys((*config.models, config.judge), self.env)
@@ -162,7 +145,7 @@ class Experiment:
                                  for s in config.strategies}
         engine: CaseEngine | None = None
         try:
-            hashes = _prompt_hashes(tools) | _input_hashes(config)
+            hashes = prompt_hashes(tools) | input_hashes(config)
             # a Ray engine starts its nodes here: each checks its corpus against `snapshot`
             engine = open_engine(config, snapshot, env=self.env)
             frozen = freeze(
@@ -459,68 +442,6 @@ def _cited_spans(reader: Tools, answer: str | None) -> tuple[dict, ...]:
                 text = result.output.get("text")
         spans.append({"file_stem": stem, "start": start, "end": end, "text": text})
     return tuple(spans)
-
-
-def _load_scopes(config: ExperimentConfig, question_ids: tuple[str, ...],
-                 snapshot: CorpusSnapshot) -> dict[str, list[str]] | None:
-    """The `scope` file's file_stems per question, checked against the questions and corpus."""
-    if config.scope is None:
-        return None
-    try:
-        data = json.loads(config.scope.read_text(encoding="utf-8"))
-        scopes = data["scopes"]
-    except FileNotFoundError:
-        raise ConfigError(f"scope: no such file {config.scope}") from None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"scope {config.scope.name}: expected JSON "
-                          '{"schema_version": 1, "scopes": {question_id: [file_stem, ...]}} '
-                          f"({exc})") from None
-    missing = [q for q in question_ids if not scopes.get(q)]
-    if missing:
-        raise ConfigError(f"scope {config.scope.name}: no file_stems for {len(missing)} sampled "
-                          f"question(s): {', '.join(missing[:10])}; every sampled question needs "
-                          "a scope (none is silently unscoped)")
-    index = CorpusIndex.open(config.corpus, snapshot)
-    unknown = sorted({s for q in question_ids for s in scopes[q] if index.locate(s) is None})
-    if unknown:
-        raise ConfigError(f"scope {config.scope.name}: {len(unknown)} file_stem(s) are not in "
-                          f"the corpus: {', '.join(unknown[:10])}")
-    return {q: list(scopes[q]) for q in question_ids}
-
-
-def _checked_snapshot(corpus: Path) -> CorpusSnapshot:
-    """Snapshot the corpus; when its folder has a manifest, the files must match it."""
-    snapshot = CorpusSnapshot.take(corpus)
-    if (corpus / MANIFEST_NAME).exists():
-        check = read_corpus_manifest(corpus).snapshot.diff(snapshot)  # hashes taken once
-        if not check.ok:
-            raise CorpusError(f"{corpus} differs from its manifest.json: {check.describe()}; "
-                              "rebuild the corpus or its manifest before running")
-    return snapshot
-
-
-def _input_hashes(config: ExperimentConfig) -> dict[str, str]:
-    """Content hashes of the input files whose change would change results: the questions
-    (texts and references, not only their ids), the scope file and scripted models' scripts."""
-    hashes = {"questions": sha256_file(config.questions)}
-    if config.scope is not None:
-        hashes["scope"] = sha256_file(config.scope)
-    for spec in (*config.models, config.judge):
-        if spec.script:
-            hashes[f"script:{spec.name}"] = sha256_file(Path(spec.script))
-    return hashes
-
-
-def _prompt_hashes(tools: dict[str, Any]) -> dict[str, str]:
-    def h(text: str) -> str:
-        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-
-    hashes = {f"agent:{s}": h(PROMPT_VERSION + system_prompt(s)) for s in tools}
-    hashes["judge"] = judge_prompt_hash()
-    for s, t in tools.items():
-        specs = [asdict(spec) for spec in t.specs()]
-        hashes[f"tools:{s}"] = h(json.dumps(specs, sort_keys=True))
-    return hashes
 
 
 def _export_quietly(run_dir: Path) -> None:
