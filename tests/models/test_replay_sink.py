@@ -13,6 +13,7 @@ from parquet_agent.models.http_model import REPLAYED_NOTE
 from parquet_agent.models.transport import ReplaySink
 from parquet_agent.store.blobs import RawStore
 from parquet_agent.store.unclaimed import unclaimed_exchanges
+from parquet_agent.transcript import Event, ModelAttempt
 
 CASE = "Q001__m__sql"
 
@@ -37,8 +38,7 @@ def test_an_unclaimed_response_is_replayed_once_and_only_for_the_same_request(
     assert replayed.usage == first.usage and replayed.cost == first.cost
     assert REPLAYED_NOTE in replayed.notes and REPLAYED_NOTE not in first.notes
     # responses claimed by journaled attempts are left alone
-    claimed = [type("E", (), {"event": "model_attempt",
-                              "data": {"attempt": {"response_path": a.response_path}}})()
-               for a in (first, *other.attempts)]
+    claimed = [Event(at="", seq=n, payload=ModelAttempt(label=a.label, attempt=a))
+               for n, a in enumerate((first, *other.attempts))]
     assert unclaimed_exchanges(raw, CASE, claimed) == {}
     raw.close()
