@@ -44,7 +44,6 @@ from parquet_agent.files import atomic_write_bytes, sha256_file, utc_now
 from parquet_agent.report.case_record import INDEX_COLUMNS, RunSource, build_case, index_row
 from parquet_agent.report.html_report import ReportExtras, render_report
 from parquet_agent.store.fold import RunFold
-from parquet_agent.store.journal import read_journal
 from parquet_agent.store.manifest import tree_hash
 
 SCHEMA_VERSION = 1
@@ -253,6 +252,6 @@ def _integrity(problems: tuple[str, ...], unreadable: set[str],
 def _journal_heads(source: RunSource) -> dict[str, dict[str, Any]]:
     heads = {}
     for cid, path in source.run.journal_paths().items():
-        read = read_journal(path)
+        read = source.run.journal_read(path)  # read once already, by verify and the fold
         heads[cid] = {"lines": read.lines, "head": read.head}
     return heads

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from parquet_agent.errors import ResumeRefusedError, RunError, UsageError
 from parquet_agent.files import WriterLock
 from parquet_agent.store.blobs import RawStore
-from parquet_agent.store.journal import RUN_JOURNAL, Journal, read_journal
+from parquet_agent.store.journal import RUN_JOURNAL, Journal, JournalRead, read_journal
 from parquet_agent.store.manifest import compare_frozen, manifest_hash
 from parquet_agent.store.unclaimed import unclaimed_exchanges
 from parquet_agent.transcript import (
@@ -132,6 +132,18 @@ def _check_case_id(case_id: str) -> None:
         raise ValueError(f"bad case id {case_id!r}: no slashes, no leading '.' or '_'")
 
 
+def _file_state(path: Path) -> tuple[int, ...]:
+    """Size, mtime and inode of a journal's plain and sealed files (0s where absent)."""
+    state: list[int] = []
+    for candidate in (path, path.with_name(path.name + ".gz")):
+        try:
+            st = candidate.stat()
+            state += [st.st_size, st.st_mtime_ns, st.st_ino]
+        except OSError:
+            state += [0, 0, 0]
+    return tuple(state)
+
+
 def _sealed_heads(run_journal: Any) -> dict[str, tuple[int, str]]:
     """Case id -> (line count, chain head) of the last `case_sealed` in the run journal."""
     heads: dict[str, tuple[int, str]] = {}
@@ -171,6 +183,9 @@ class Run:
         self._journals: dict[str, CaseJournal] = {}
         self._guard = threading.Lock()
         self._manifest: dict[str, Any] | None = None
+        # journals read by a read-only Run, by file state: an export reads every journal three
+        # times (verify, the fold, the provenance's chain heads) and decodes it once
+        self._reads: dict[Path, tuple[tuple[int, ...], JournalRead]] = {}
         # a writer repairs a torn pack tail left by a crash before anything else is written
         self._raw: RawStore | None = RawStore(self.dir, writable=True) if writable else None
 
@@ -258,10 +273,24 @@ class Run:
         seen = set(planned)
         return planned + [c for c in self.case_ids() if c not in seen]
 
+    def journal_read(self, path: Path) -> JournalRead:
+        """`read_journal(path)`; a read-only Run reads each journal file once while it stays
+        as it was (same size, mtime and inode), a writable one every time."""
+        path = path.with_suffix("") if path.suffix == ".gz" else path
+        if self.writable:
+            return read_journal(path)
+        state = _file_state(path)
+        hit = self._reads.get(path)
+        if hit is not None and hit[0] == state:
+            return hit[1]
+        result = read_journal(path)
+        self._reads[path] = (state, result)
+        return result
+
     def case_events(self, case_id: str, *, resolve: bool = True) -> tuple[Event, ...]:
         """Every event of one case, in order (a torn last line skipped). With `resolve`,
         offloaded tool texts are read back from the raw store into `model_text` / `output`."""
-        events = read_journal(self.dir / JOURNAL_DIR / f"{case_id}.jsonl").events
+        events = self.journal_read(self.dir / JOURNAL_DIR / f"{case_id}.jsonl").events
         if not resolve:
             return events
         return tuple(self.resolve(e) for e in events)
@@ -280,7 +309,7 @@ class Run:
 
     def all_events(self) -> dict[str, tuple[Event, ...]]:
         """Events of every journal (the run journal under `_run`), offloaded texts unresolved."""
-        return {cid: read_journal(path).events for cid, path in self.journal_paths().items()}
+        return {cid: self.journal_read(path).events for cid, path in self.journal_paths().items()}
 
     def failed_cases(self) -> set[str]:
         """Case ids whose latest `case_finished` has status `failed` (what `--retry-failed`
@@ -370,10 +399,11 @@ class Run:
         problems: list[str] = []
         torn: list[str] = []
         stored = set(RawStore(self.dir, writable=False).names())
-        reads = {cid: read_journal(path) for cid, path in self.journal_paths().items()}
+        paths = self.journal_paths()
+        reads = {cid: self.journal_read(path) for cid, path in paths.items()}
         sealed = _sealed_heads(reads.get(RUN_JOURNAL))
         for cid, result in reads.items():
-            name = self.journal_paths()[cid].name
+            name = paths[cid].name
             problems += result.damaged
             for seq, ref in _raw_refs(result.events):
                 if ref not in stored:
