@@ -14,6 +14,9 @@ Order of events in `run`:
 3. Cases run on `case_workers` threads (API calls overlap); data tools are serialised by the
    tools' own pool. Before each case the corpus is checked cheaply: new files are excluded and
    recorded once; a changed or missing snapshotted file stops the run (SnapshotChangedError).
+   A circuit breaker per model: after `run_watch.BREAKER_THRESHOLD` cases in a row of one model
+   could not reach its server (refused connections, timeouts, 5xx), its remaining cases are not
+   started; they stay unstarted, so a resume runs them.
 4. Each case: agent loop (journaled turn by turn), then the judge, then `case_finished`. A case
    finished in an earlier session is never run again; an unfinished one replays its saved turns.
 5. The run journal gets `run_finished` with wall time and the process tree's peak memory; the
@@ -58,7 +61,7 @@ from parquet_agent.models.protocol import (
 from parquet_agent.models.spec import ModelSpec
 from parquet_agent.models.transport import ReplaySink
 from parquet_agent.progress import Progress
-from parquet_agent.run_watch import DriftWatch
+from parquet_agent.run_watch import Breaker, CaseWatch, DriftWatch
 from parquet_agent.store import (
     CaseFailed,
     CaseFinished,
@@ -219,11 +222,13 @@ class Experiment:
                                     how.keep_going)
             progress = Progress(total=len(grid), done=len(grid) - len(todo),
                                 enabled=self.progress)
-            drift = DriftWatch(snapshot, Path(config.corpus), run_journal)
+            watch = CaseWatch(DriftWatch(snapshot, Path(config.corpus), run_journal),
+                              Breaker(run))
             plan = CasePlan(config, questions, scopes, session,
                             run.manifest.get("manifest_hash"))
             parts = CaseParts.build(config, models, judge_model, tools, reader)
-            engine.run_cases(run, plan, parts, todo, before_case=drift.check, progress=progress)
+            engine.run_cases(run, plan, parts, todo, before_case=watch.before_case,
+                             after_case=watch.after_case, progress=progress)
             progress.close()
         except KeyboardInterrupt as exc:
             status = "interrupted"

@@ -1,7 +1,8 @@
 """Failures look like failures (issue 19, findings 2 and 9): a failed health check stops the run
 before any case, a run with failed cases exits non-zero with its reasons grouped and the command
-that resumes it, `runs` / `RunStore.list()` show
-the state of every run, Ctrl-C names the run folder, and the demo can resume.
+that resumes it, a circuit breaker stops a dead model's cases (whichever engine runs them: the
+hook is the engine's `before_case` / `after_case`), `runs` / `RunStore.list()` show the state
+of every run, Ctrl-C names the run folder, and the demo can resume.
 
 Real CLI processes, real run folders, the OpenAI SDK against the fake server on 127.0.0.1 (or a
 closed port), the harness corpus."""
@@ -78,7 +79,7 @@ def test_a_401_stops_the_run_before_any_case(corpus, tmp_path):
     assert "health check failed for 'fake'" in proc.stderr
 
 
-def test_keep_going_runs_fails_and_groups_the_reasons(corpus,
+def test_keep_going_runs_fails_groups_reasons_and_the_breaker_stops_the_model(corpus,
                                                                              tmp_path):
     config = _config(tmp_path, corpus, _closed_port_url())
     run_dir = tmp_path / "runs" / "r"
@@ -86,14 +87,17 @@ def test_keep_going_runs_fails_and_groups_the_reasons(corpus,
     assert proc.returncode == 1, proc.stderr
     err = proc.stderr
     assert "(--keep-going: running anyway)" in err
-    # grouped reasons with counts: every case failed its calls (retryable: resumable)
-    assert "6 x unfinished: ModelCallError: model 'fake'" in err
+    assert "3 cases in a row could not reach its server" in err  # the breaker, said once
+    assert err.count("cases in a row") == 1
+    # grouped reasons with counts: 3 cases failed their calls, 3 never started
+    assert "3 x unfinished: ModelCallError: model 'fake'" in err
+    assert "3 x unfinished: never started" in err
     assert f"--run-dir {run_dir} --resume" in err
     run = RunStore(run_dir.parent).open(run_dir)
-    assert len(run.case_ids()) == 6
+    assert len(run.case_ids()) == 3  # the breaker started no more
 
 
-def test_server_dying_mid_run_exits_nonzero_and_a_resume_finishes(corpus, tmp_path):
+def test_server_dying_mid_run_trips_the_breaker_and_a_resume_finishes(corpus, tmp_path):
     calls = {"n": 0}
 
     def dies_after_the_first_case(request):
@@ -107,9 +111,12 @@ def test_server_dying_mid_run_exits_nonzero_and_a_resume_finishes(corpus, tmp_pa
         run_dir = tmp_path / "runs" / "r"
         proc = _cli("run", str(config), "--run-dir", str(run_dir), "--quiet")
         assert proc.returncode == 1, proc.stderr
+        assert "3 cases in a row could not reach its server" in proc.stderr
+        assert calls["n"] == 3 + 3  # one dropped call per failed case; none after the breaker
         statuses = RunStore(run_dir.parent).list().set_index("run_id").loc["r"]
         assert statuses["status"] == "partial" and statuses["complete"] == 1
         assert statuses["unfinished"] == 5
+        assert len(RunStore(run_dir.parent).open(run_dir).case_ids()) == 4  # 2 never started
     with openai_server(_answer_script) as server:  # the server is back on another port
         config = _config(tmp_path, corpus, server.url)
         proc = _cli("run", str(config), "--run-dir", str(run_dir), "--quiet", "--resume")

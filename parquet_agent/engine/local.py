@@ -15,16 +15,21 @@ class LocalEngine:
         return {"kind": "local", "case_workers": self.case_workers}
 
     def run_cases(self, run: Any, plan: Any, parts: Any, todo: list[tuple[str, str, str]], *,
-                  before_case: Any, progress: Any) -> None:
-        def one(item: tuple[str, str, str]) -> float | None:
-            before_case()
-            return plan.run_case(parts, run, item)
+                  before_case: Any, after_case: Any, progress: Any) -> None:
+        def one(item: tuple[str, str, str]) -> tuple[bool, float | None]:
+            if not before_case(item):
+                return False, None  # not started: the case stays resumable
+            cost = plan.run_case(parts, run, item)
+            after_case(item)
+            return True, cost
 
         with ThreadPoolExecutor(max_workers=self.case_workers, thread_name_prefix="case") as pool:
             futures = [pool.submit(one, item) for item in todo]
             try:
                 for future in as_completed(futures):
-                    progress.update(cost=future.result())
+                    ran, cost = future.result()
+                    if ran:
+                        progress.update(cost=cost)
             except BaseException:
                 for f in futures:
                     f.cancel()

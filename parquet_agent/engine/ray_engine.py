@@ -10,7 +10,8 @@ the run's snapshot. Refused nodes are recorded (`describe()["refused"]`) and nev
 node is an `EngineError` naming each node and why.
 
 `run_cases` is the case loop: it keeps up to `case_workers_per_node` cases in flight per node,
-checks the driver's corpus before each dispatch (as the local engine does), and serves every
+calls `before_case` before each dispatch and `after_case` after each result, on the driver (as
+the local engine does: the corpus check and the circuit breaker), and serves every
 journal append and raw record of the nodes on the driver (`ray_store.DriverStore`). When a node's
 actor or worker process dies mid-case, the case's lease is withdrawn (its late writes are refused),
 `case_failed` (`NodeLost`, retryable) is journaled, and the case is given to another node, where
@@ -173,7 +174,7 @@ class RayEngine:
     # -- the case loop ----------------------------------------------------------------------------
 
     def run_cases(self, run: Any, plan: Any, parts: Any, todo: list[tuple[str, str, str]], *,
-                  before_case: Any, progress: Any) -> None:
+                  before_case: Any, after_case: Any, progress: Any) -> None:
         from parquet_agent.experiment_config import case_id
 
         ray = self.ray
@@ -189,6 +190,8 @@ class RayEngine:
             while queue or inflight or probes:
                 self._dispatch(queue, inflight, avoid, store, plan_ref, env, before_case, case_id)
                 if not inflight and not probes:
+                    if not queue:  # the rest was not started (an open circuit breaker)
+                        break
                     raise EngineError("every Ray node was lost; finish the run with --resume "
                                       f"once nodes are back ({len(queue)} case(s) left)")
                 ready, _ = ray.wait([*inflight, *probes], num_returns=1, timeout=1.0)
@@ -209,6 +212,7 @@ class RayEngine:
                     node.case_ms += result["wall_ms"]
                     node.write_ms += result["write_ms"]
                     node.peak_pss = max(node.peak_pss, result.get("peak_pss") or 0)
+                    after_case(item)
                     progress.update(cost=result["cost"])
         finally:
             self._wall_s = time.perf_counter() - t0
@@ -230,7 +234,8 @@ class RayEngine:
             # a case lost on a node goes to another one when there is another
             node = next((n for n in free if n.label != avoid.get(cid)), free[0])
             queue.popleft()
-            before_case()
+            if not before_case(item):  # not started: the case stays resumable
+                continue
             lease = store.lease(cid)
             ref = node.actor.run_case.remote(self.mailbox, plan_ref, env, item, cid, lease)
             inflight[ref] = (item, cid, node)

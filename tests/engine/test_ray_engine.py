@@ -29,7 +29,7 @@ from parquet_agent.engine import EngineConfig
 from parquet_agent.errors import EngineError, MachineFault
 from parquet_agent.experiment import Experiment
 from parquet_agent.experiment_config import load_config
-from parquet_agent.models.fakes import openai_server
+from parquet_agent.models.fakes import DROP, openai_server
 from parquet_agent.store import RunStore
 from tests.conftest import fill_disk
 from tests.engine.grid import GridScript, harness_answers, write_config
@@ -310,6 +310,40 @@ def test_the_drivers_disk_full_stops_the_run_then_resume_finishes(cluster, corpu
     _check_complete_once(run)
     failed = [e for e in _events(run, "case_failed") if e.data["error_type"] != "NodeLost"]
     assert not failed, "the machine's fault was recorded as a case failure"
+
+
+def test_the_circuit_breaker_stops_a_dead_model_on_ray_too(cluster, corpus, tmp_path, capfd):
+    """Issue 19: the breaker is the engine's before_case / after_case hook, so a Ray run stops
+    dispatching a model whose server is gone. One case in flight per node: fake-a's cases are
+    slow, fake-b's fail at once (its server drops every answer call), so fake-b's third case
+    in a row fails before its last two are dispatched; those stay unstarted (resumable)."""
+    grid = GridScript(harness_answers(corpus), latency_s=0.5)
+
+    def b_is_dead(request):
+        body = request.json or {}
+        user = next((m["content"] for m in body.get("messages", []) if m["role"] == "user"), "")
+        if body.get("model") == "gpt-fake-b" and "single word" not in str(user):
+            return DROP
+        return grid(request)
+
+    engine = (f'[engine]\nkind = "ray"\naddress = "{cluster.address}"\n'
+              "case_workers_per_node = 1\n")
+    with openai_server(b_is_dead) as server:
+        config = write_config(tmp_path / "ray.toml", corpus, tmp_path / "runs", server.url,
+                              engine=engine)
+        run = Experiment.from_toml(config, env=ENV, progress=False).run(tmp_path / "runs" / "b")
+    err = capfd.readouterr().err
+    assert err.count("cases in a row could not reach its server") == 1
+    assert "model 'fake-b'" in err
+    started = {cid for cid in run.case_ids()}
+    assert {c for c in started if "__fake-a__" in c} == {
+        f"{q}__fake-a__{s}" for q in ("Q001", "Q002", "Q003") for s in ("sql", "sql+stream")}
+    assert sorted(c for c in started if "__fake-b__" in c) == sorted(
+        f"{q}__fake-b__{s}" for q in ("Q001", "Q002") for s in ("sql", "sql+stream"))
+    cases = run.cases_df().set_index("case_id")
+    assert (cases.loc[[c for c in cases.index if "__fake-a__" in c], "status"]
+            == "complete").all()
+    assert not any(c in run.completed_cases() for c in started if "__fake-b__" in c)
 
 
 def test_a_whole_node_killed_mid_run_finishes_on_the_other(cluster, corpus, tmp_path):
