@@ -36,7 +36,7 @@ import pydantic
 
 from parquet_agent.errors import ModelCallError
 from parquet_agent.files import utc_now
-from parquet_agent.models.prices import Price, PriceTable, declared_cost
+from parquet_agent.models.prices import Price, PriceTable, UnknownCostWarning, declared_cost
 from parquet_agent.models.reply_check import body_problem
 from parquet_agent.models.protocol import (
     UNVERIFIED,
@@ -115,6 +115,7 @@ class HttpModel:
         self.price = price  # declared in the model entry: wins over the table
         # ask for a request's response_schema on the wire (false: a server that rejects it)
         self.structured_output = structured_output
+        self._unknown_cost = UnknownCostWarning(name)
         self._sleep = sleep
         self._rng = random.Random(seed)
 
@@ -216,9 +217,12 @@ class HttpModel:
         """The cost of one reply: the entry's declared price, else the price table's (at the
         provider's batch price for a request sent in a batch)."""
         if self.price is not None:
-            return declared_cost(self.price, usage)
-        return self.prices.cost((actual_model, self.model), usage, gateway_usd=gateway_usd,
-                                batch=batch)
+            cost = declared_cost(self.price, usage)
+        else:
+            cost = self.prices.cost((actual_model, self.model), usage, gateway_usd=gateway_usd,
+                                    batch=batch)
+        self._unknown_cost.note(cost)  # said once per model, not once per call
+        return cost
 
     def complete(self, request: ModelRequest, sink: RawSink) -> ModelResult:
         sent = self.sent_settings(request)

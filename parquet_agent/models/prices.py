@@ -8,7 +8,8 @@ returns a `Cost`:
 - a gateway-reported cost (e.g. OpenRouter `usage.cost`) is preferred: `source="gateway"`, with
   the table's figure in `computed_usd` and a note when the two disagree by more than 1 % + $1e-6;
 - else the table's figure: `source="price_table"`, `price_table` = the table version;
-- an unknown model gives `usd=None`, `source="unknown"` and a logged warning: never zero.
+- an unknown model gives `usd=None`, `source="unknown"` and the reason in `note`: never zero.
+  `UnknownCostWarning` logs that once per model (not once per call): each model keeps one.
 
 A model entry may declare its own price (`price = "free"` for a local model, or a table of
 per-million rates): `declared_price(value)` reads it and `declared_cost(price, usage)` prices
@@ -32,6 +33,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -144,10 +146,8 @@ class PriceTable:
         if computed is None:
             names = ", ".join(m for m in models if m) or "(none)"
             why = note or f"no price for {names} in price table {self.version}"
-            log.warning("cost unknown: %s", why)
             return Cost(None, "unknown", self.version, None, why)
         return Cost(computed, "price_table", self.version, None, note)
-
 
     def _batch(self, price: Price, computed: float, note: str | None) -> tuple[float, str]:
         rate = self.batch.get(price.vendor)
@@ -157,6 +157,28 @@ class PriceTable:
         return computed * rate.multiplier, _join(note, (
             f"batch price: {rate.multiplier:g} x list ({rate.source}, retrieved "
             f"{rate.retrieved})"))
+
+
+class UnknownCostWarning:
+    """Logs "cost unknown" once for the model that owns it, at its first unpriced attempt, with
+    what to do; later attempts stay silent (their records still say `source="unknown"`).
+    Thread-safe: case workers share a model."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._said = False
+        self._lock = threading.Lock()
+
+    def note(self, cost: Cost) -> None:
+        if cost.source != "unknown":
+            return
+        with self._lock:
+            if self._said:
+                return
+            self._said = True
+        log.warning("cost unknown for model %r: %s; its costs show as unknown (never 0) and this "
+                    "is said once per model: set `price` in its [[models]] entry (\"free\" for a "
+                    "local model, or USD per 1M input/output tokens)", self.name, cost.note)
 
 
 def _compute(price: Price, usage: Usage) -> tuple[float | None, str | None]:

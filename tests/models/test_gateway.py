@@ -95,13 +95,23 @@ def test_empty_content_option_for_local_servers(sink):
         assert body["max_tokens"] == 4096 and "max_completion_tokens" not in body
 
 
-def test_unknown_model_costs_none_with_a_warning(sink, caplog):
-    with openai_server([FakeReply(text="ok", model="mystery-model-9")]) as server:
+def test_unknown_model_costs_none_with_one_warning_per_model(sink, caplog):
+    """Issue 19, finding 5: "cost unknown" was logged once per API call (every turn of every
+    case); now once per model, saying what to do, while every attempt still records unknown."""
+    with openai_server([FakeReply(text="ok", model="mystery-model-9")] * 5) as server:
         with caplog.at_level(logging.WARNING):
-            result = make_model("openai", server, model="mystery-model-9").complete(ask(), sink)
-    cost = result.attempts[0].cost
-    assert cost.usd is None and cost.source == "unknown"
-    assert "mystery-model-9" in cost.note and "mystery-model-9" in caplog.text
+            first = make_model("openai", server, model="mystery-model-9")
+            results = [first.complete(ask(), sink) for _ in range(3)]
+            other = make_model("openai", server, name="other", model="mystery-model-9")
+            results += [other.complete(ask(), sink) for _ in range(2)]
+    for result in results:
+        cost = result.attempts[0].cost
+        assert cost.usd is None and cost.source == "unknown"
+        assert "mystery-model-9" in cost.note
+    warnings = [r.getMessage() for r in caplog.records if "cost unknown" in r.getMessage()]
+    assert len(warnings) == 2, warnings  # one per model, not one per call
+    assert "'openai-fake'" in warnings[0] and "'other'" in warnings[1]
+    assert "mystery-model-9" in warnings[0] and "price" in warnings[0]
 
 
 def test_price_table_lookup_and_arithmetic():
