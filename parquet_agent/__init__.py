@@ -38,6 +38,7 @@ _PUBLIC = {
     "Tools": "parquet_agent.tools",
     "charts": "parquet_agent.explore.charts",
     "load_questions": "parquet_agent.corpus.questions",
+    "sql_frame": "parquet_agent.tools.frame",
 }
 
 __all__ = sorted(_PUBLIC)

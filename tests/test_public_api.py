@@ -10,7 +10,7 @@ def test_public_names():
     assert parquet_agent.__all__ == sorted([
         "Agent", "AgentLimits", "AuditReport", "Auditor", "CaseExplorer", "CorpusSnapshot",
         "Experiment", "ExperimentConfig", "FindingsStore", "Judge", "ParquetAgentError",
-        "RunStore", "Tools", "charts", "load_questions"])
+        "RunStore", "Tools", "charts", "load_questions", "sql_frame"])
 
 
 def test_core_names_resolve():

@@ -63,6 +63,12 @@ class ToolResult:
     # part of model_text: the model sees the same result either way)
     skip_index: dict[str, Any] | None = None
 
+    def to_frame(self):
+        """An `sql` result as a pandas DataFrame (see `tools.frame.sql_frame`)."""
+        from parquet_agent.tools.frame import sql_frame
+
+        return sql_frame(self)
+
     def model_text(self) -> str:
         """The exact text the model receives (deterministic for the same ok/output/error)."""
         if self.ok:
