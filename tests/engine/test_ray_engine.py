@@ -316,8 +316,8 @@ def test_the_circuit_breaker_stops_a_dead_model_on_ray_too(cluster, corpus, tmp_
     """Issue 19: the breaker is the engine's before_case / after_case hook, so a Ray run stops
     dispatching a model whose server is gone. One case in flight per node: fake-a's cases are
     slow, fake-b's fail at once (its server drops every answer call), so fake-b's third case
-    in a row fails before its last two are dispatched; those stay unstarted (resumable)."""
-    grid = GridScript(harness_answers(corpus), latency_s=0.5)
+    in a row fails before its Q003 cases are dispatched; those stay unstarted (resumable)."""
+    grid = GridScript(harness_answers(corpus), latency_s=1.0)
 
     def b_is_dead(request):
         body = request.json or {}
@@ -338,8 +338,10 @@ def test_the_circuit_breaker_stops_a_dead_model_on_ray_too(cluster, corpus, tmp_
     started = {cid for cid in run.case_ids()}
     assert {c for c in started if "__fake-a__" in c} == {
         f"{q}__fake-a__{s}" for q in ("Q001", "Q002", "Q003") for s in ("sql", "sql+stream")}
-    assert sorted(c for c in started if "__fake-b__" in c) == sorted(
-        f"{q}__fake-b__{s}" for q in ("Q001", "Q002") for s in ("sql", "sql+stream"))
+    # fake-b's third failure opens the breaker; its fourth case may already be on the other
+    # node by then, but Q003's come after fake-a's slow Q003 cases and are never started
+    b_started = {c for c in started if "__fake-b__" in c}
+    assert 3 <= len(b_started) <= 4 and not any(c.startswith("Q003") for c in b_started)
     cases = run.cases_df().set_index("case_id")
     assert (cases.loc[[c for c in cases.index if "__fake-a__" in c], "status"]
             == "complete").all()
