@@ -15,6 +15,7 @@ from parquet_agent.corpus.snapshot import CorpusSnapshot
 from parquet_agent.errors import SnapshotChangedError
 from parquet_agent.experiment_config import case_id
 from parquet_agent.store import CorpusDrift
+from parquet_agent.store.fold import CaseView, fold_case
 
 
 BREAKER_THRESHOLD = 3  # cases in a row that could not reach their server before a model stops
@@ -58,7 +59,8 @@ class Breaker:
 
     def record(self, item: tuple[str, str, str]) -> None:
         model = item[1]
-        unreachable = server_unreachable(self.run.case_events(case_id(*item), resolve=False))
+        cid = case_id(*item)
+        unreachable = server_unreachable(fold_case(cid, self.run.case_events(cid, resolve=False)))
         with self._lock:
             streak = self._streak[model] = self._streak.get(model, 0) + 1 if unreachable else 0
             if streak < self.threshold or model in self._open:
@@ -69,14 +71,13 @@ class Breaker:
               f"then resume {self.run.dir} with --resume)", file=sys.stderr, flush=True)
 
 
-def server_unreachable(events: tuple[Any, ...]) -> bool:
-    """Whether a case's events end failed, its last answer attempt having found no server."""
-    ends = [e for e in events if e.event in ("case_failed", "case_finished")]
-    if not ends or (ends[-1].event == "case_finished" and ends[-1].data.get("status") != "failed"):
-        return False
-    attempts = [e for e in events if e.event == "model_attempt"]
-    error = (attempts[-1].data.get("attempt") or {}).get("error") if attempts else None
-    return isinstance(error, str) and error.startswith(UNREACHABLE_KINDS)
+def server_unreachable(view: CaseView) -> bool:
+    """Whether a case ended failed (finished `failed`, or stopped by a retryable failure),
+    its last answer attempt having found no server."""
+    stopped = view.status == "failed" or (not view.finished and bool(view.failures))
+    attempts = view.answer_attempts
+    error = attempts[-1].payload.attempt.error if attempts else None
+    return stopped and isinstance(error, str) and error.startswith(UNREACHABLE_KINDS)
 
 
 class DriftWatch:
