@@ -125,6 +125,37 @@ def test_server_dying_mid_run_trips_the_breaker_and_a_resume_finishes(corpus, tm
     assert listing["status"] == "complete" and listing["complete"] == 6
 
 
+def test_latency_counts_each_session_of_a_case_never_the_gap_between_them(corpus, tmp_path):
+    """Issue 19, finding 10: `latency_p50_ms` counted the time between a kill and its resume
+    (296,008 ms). Three sessions 2.5 s apart: twice the server is down (the same 3 cases fail,
+    unfinished, then the breaker), then it is back and every case finishes. A case's time is
+    its time running in each session; an unfinished case has no latency yet."""
+    run_dir = tmp_path / "runs" / "r"
+    dead = _config(tmp_path, corpus, _closed_port_url())
+    for _ in range(2):
+        proc = _cli("run", str(dead), "--run-dir", str(run_dir), "--quiet", "--keep-going",
+                    *(["--resume"] if run_dir.exists() else []))
+        assert proc.returncode == 1, proc.stderr
+        time.sleep(2.5)
+    run = RunStore(run_dir.parent).open(run_dir)
+    retried = sorted(run.case_ids())
+    assert len(retried) == 3
+    assert all(run.summary()["latency_p50_ms"].isna())  # nothing finished: no latency
+    assert run.cases_df()["wall_ms"].isna().all()
+    with openai_server(_answer_script) as server:
+        config = _config(tmp_path, corpus, server.url)
+        proc = _cli("run", str(config), "--run-dir", str(run_dir), "--quiet", "--resume")
+        assert proc.returncode == 0, proc.stderr
+    run = RunStore(run_dir.parent).open(run_dir)
+    cases = run.cases_df().set_index("case_id")
+    assert (cases["status"] == "complete").all()
+    assert (cases["wall_ms"] < 2000).all(), cases["wall_ms"]  # no 2.5 s gap in any case
+    assert (run.summary()["latency_p50_ms"] < 2000).all()
+    for cid in retried:  # the sessions where it failed count too
+        last = [e for e in run.case_events(cid) if e.event == "case_finished"][-1]
+        assert cases.loc[cid, "wall_ms"] > last.data["wall_ms"]
+
+
 def test_runs_command_and_list_show_status_counts_and_cost(corpus, tmp_path):
     runs = tmp_path / "runs"
     Experiment(demo_config(corpus, runs), progress=False).run(runs / "ok")

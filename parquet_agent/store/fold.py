@@ -14,13 +14,15 @@ explorer and the comparison all read these views; none counts on its own.
 Rules: only what the journal holds. A case without `case_finished` is `incomplete` with no
 answer; scores only from a scored judgment (the last one counts); tool counts as the agent
 recorded them in `case_finished`, else the transcript's `tally` over the journal; an unknown cost
-stays unknown (None), never 0. Deterministic: no clock reads.
+stays unknown (None), never 0; a case's wall time is the time it ran in each session, never
+the gap between a kill and its resume (`running_ms`). Deterministic: no clock reads.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable
 
 from parquet_agent.errors import RunError
@@ -193,11 +195,38 @@ def _timing(events: tuple[Event, ...], started: Event | None, finished: Event | 
     return {
         "started_at": started.at if started else None,
         "ended_at": finished.at if finished else (events[-1].at if events else None),
-        "wall_ms": finished.payload.wall_ms if finished else None,
+        "wall_ms": running_ms(events, finished),
         "model_ms": ms(answer), "judge_ms": ms(judge),
         "tool_ms": round(sum((e.payload.timings.total_ms if e.payload.timings else 0) or 0
                              for e in tools), 3),
     }
+
+
+def running_ms(events: tuple[Event, ...], finished: Event | None) -> float | None:
+    """A finished case's wall time while it ran: the last session's own `wall_ms`, plus each
+    earlier session of the same try from its `case_started` to its last event. Never the time
+    between a kill and the resume (issue 19: a p50 of 296,008 ms), never an earlier try that
+    finished before `--retry-failed`. None until the case finishes (unfinished: no latency)."""
+    if finished is None:
+        return None
+    end = events.index(finished)
+    begin = max((i for i, e in enumerate(events[:end]) if isinstance(e.payload, CaseFinished)),
+                default=-1) + 1
+    starts = [i for i in range(begin, end) if isinstance(events[i].payload, CaseStarted)]
+    last_wall = finished.payload.wall_ms
+    if last_wall is None or not starts:  # an old journal without wall_ms: its timestamps
+        first = events[starts[0]] if starts else events[begin]
+        return round(_seconds_between(first.at, finished.at) * 1000, 1)
+    earlier = sum(_seconds_between(events[a].at, events[b - 1].at)
+                  for a, b in zip(starts, starts[1:]))
+    return round(last_wall + earlier * 1000, 1)
+
+
+def _seconds_between(start: str, end: str) -> float:
+    def parse(at: str) -> datetime:
+        return datetime.fromisoformat(at.replace("Z", "+00:00"))
+
+    return max(0.0, (parse(end) - parse(start)).total_seconds())
 
 
 def _final_turn(turns: list[ModelTurn]) -> ModelTurn | None:
@@ -297,6 +326,9 @@ def group_figures(model: str, strategy: str, cases: list[CaseView],
                         for k in TOOL_COUNT_FIELDS},
         "input_tokens": sum(c.tokens["input"] for c in cases),
         "output_tokens": sum(c.tokens["output"] for c in cases),
+        # the cell's cost: None (unknown) as soon as one case's is, never a partial sum
+        # passed off as the total; what is known is `cost_usd_known`
+        "cost_usd": num(sum_or_none(costs)),
         "cost_usd_known": num(sum(c for c in costs if c is not None)),
         "cases_with_unknown_cost": sum(c is None for c in costs),
         "latency_p50_ms": num(percentile(walls, 50)),
