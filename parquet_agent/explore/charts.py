@@ -241,9 +241,7 @@ def _ledger(runs: list) -> pd.DataFrame:
     several = len(runs) > 1
     frames = []
     for run in runs:
-        ledger = run.ledger().copy()
-        cells = run.cases_df()[["case_id", "model", "strategy"]]
-        ledger = ledger.merge(cells, on="case_id", how="left")
+        ledger = run.ledger().copy()  # keyed by case, model and strategy (frames.KEYS)
         ledger["cell"] = [(_label(run, m, s, several) if isinstance(cid, str) and m is not None
                            else (f"{run.run_id} · {RUN_LEVEL}" if several else RUN_LEVEL))
                           for cid, m, s in zip(ledger["case_id"], ledger["model"],

@@ -2,7 +2,8 @@
 
 - `export RUN_DIR`: (re)build every export of a saved run, offline (see `report.exporter`);
   prints what was written and how long it took. `--audit DIR|auto` adds the findings of a
-  data-quality audit of the run's corpus (`report.corpus_audit`).
+  data-quality audit of the run's corpus (`report.corpus_audit`). `--tables` also writes the
+  run's DataFrames as Parquet and CSV into RUN_DIR/tables/ (see `store.tables`).
 - `raw RUN_DIR PATH`: write the exact stored bytes of one raw file (a run-relative path such as
   `raw/Q001__m__sql/turn-01.attempt-01.request.json`, as the exports list them) to stdout.
   Raw files live in packs, so this is how to get one back byte for byte; `--out FILE` writes
@@ -31,6 +32,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="add the findings of a data-quality audit of the run's corpus to "
                         "report.html (repeatable); auto: every audit folder beside the run "
                         "whose snapshot is the run's corpus snapshot")
+    export.add_argument("--tables", action="store_true",
+                        help="also write the run's DataFrames (cases, attempts, tool_calls, "
+                        "ledger, summary) as Parquet and CSV into RUN_DIR/tables/, joinable on "
+                        "run_id, case_id, question_id, model, strategy")
     export.add_argument("--on-damage", choices=("fail", "warn"), default="fail",
                         help="when records are damaged or edited (Run.verify()): write the "
                         "exports with them marked, then exit 1 (fail, the default) or exit 0 "
@@ -63,6 +68,13 @@ def _export(args: argparse.Namespace) -> int:
     print(f"exported {result.cases} cases of {result.run_dir} in {result.seconds:.2f} s")
     print(f"report:     {result.report}")
     print(f"provenance: {result.run_dir / 'case-export-provenance.json'}")
+    if args.tables:
+        from parquet_agent.store import Run
+        from parquet_agent.store.tables import write_tables
+
+        tables = write_tables(Run(result.run_dir))
+        counts = ", ".join(f"{name} {n}" for name, n in tables.rows.items())
+        print(f"tables:     {tables.folder} (Parquet and CSV; rows: {counts})")
     if result.problems:
         shown = "\n".join(f"  - {p}" for p in result.problems[:20])
         more = f"\n  ... and {len(result.problems) - 20} more" if len(result.problems) > 20 else ""

@@ -1,6 +1,12 @@
 """Pandas views of a run, all read from the fold (`store.fold`), so they say what the exports say.
 
-- `cases_frame(run)`: one row per case of the grid, the cases-index columns the journal decides
+Every frame of cases, attempts and tool calls starts with the same keys, `KEYS` = run_id,
+case_id, question_id, model, strategy, so they join (`attempts.merge(cases, on=KEYS)`) and
+concatenate across runs; `summary_frame` joins on model and strategy. Pass one `fold` to
+several frames to fold the journals once (`export --tables` does).
+
+- `cases_frame(run)`: one row per case of the grid: the question, its reference answer, the
+  answer, the judge's scores and rationale, and the cases-index columns the journal decides
   (contract names: `complete | incomplete | failed`, the tool-count fields of DESIGN.md;
   `cost_usd` is NaN as soon as one attempt's cost is unknown), plus `finished`, `sessions`,
   `ended_at`, `api_attempts` and `cost_usd_known` (the attempts whose cost is known, as the
@@ -10,7 +16,8 @@
 - `ledger_frame(run)`: the same attempts as a cost ledger: `category` is the purpose (`answer`,
   `judge`, `health`) of a successful attempt and `retries` for one that failed or was retried;
   `cost_usd` stays NaN when the cost is unknown (`cost_known` False), never 0.
-- `tool_calls_frame(run)`: one row per tool response.
+- `tool_calls_frame(run)`: one row per tool response (turn, call id, arguments, error, cache,
+  timings).
 - `summary_frame(run, seed)`: per model x strategy, summary.json's `by_model_strategy` figures
   flattened (`correctness_low`, `tool_counts.processed` -> `processed`, ...).
 - `run_figures(run)`: summary.json's `run` block.
@@ -23,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from parquet_agent.store.fold import RunFold, fold_run
+from parquet_agent.store.fold import CaseView, RunFold, fold_run, split_case_id
 from parquet_agent.transcript import TOOL_COUNT_FIELDS, Event, JudgeAttempt
 from parquet_agent.transcript.rawview import request_name
 
@@ -35,7 +42,19 @@ def _fold(run: Run, fold: RunFold | None) -> RunFold:
     return fold if fold is not None else fold_run(run)
 
 
-def _attempt_row(run_id: str, case_id: str | None, event: Event | None) -> dict[str, Any]:
+KEYS = ["run_id", "case_id", "question_id", "model", "strategy"]
+
+
+def _keys(run_id: str, case: CaseView | None) -> dict[str, Any]:
+    """The join keys of a row: its case's, or only the run's (a health check)."""
+    if case is None:
+        return {"run_id": run_id, "case_id": None, "question_id": None, "model": None,
+                "strategy": None}
+    return {"run_id": run_id, "case_id": case.case_id, "question_id": case.question_id,
+            "model": case.model, "strategy": case.strategy}
+
+
+def _attempt_row(keys: dict[str, Any], event: Event | None) -> dict[str, Any]:
     p = event.payload if event is not None else None
     a = asdict(p.attempt) if p is not None else {}
     usage, cost = a.get("usage") or {}, a.get("cost") or {}
@@ -43,7 +62,7 @@ def _attempt_row(run_id: str, case_id: str | None, event: Event | None) -> dict[
     purpose = a.get("purpose") or ("judge" if isinstance(p, JudgeAttempt) else "answer")
     usd = cost.get("usd")
     return {
-        "run_id": run_id, "case_id": case_id, "label": p.label if p else None,
+        **keys, "label": p.label if p else None,
         "purpose": purpose, "role": p.role if p else None, "number": a.get("number"),
         "outcome": outcome, "category": purpose if outcome == "ok" else "retries",
         "requested_model": a.get("requested_model"),
@@ -65,18 +84,19 @@ def _attempt_row(run_id: str, case_id: str | None, event: Event | None) -> dict[
     }
 
 
-_ATTEMPT_COLUMNS = list(_attempt_row("", None, None).keys())
+_ATTEMPT_COLUMNS = list(_attempt_row(_keys("", None), None).keys())
 
 
 def attempts_frame(run: Run, fold: RunFold | None = None) -> pd.DataFrame:
-    """One row per attempt: every case's (grid order), then the health checks."""
+    """One row per attempt: every case's (grid order), then the health checks (no case: their
+    `case_id`, `question_id`, `model` and `strategy` are None; the label names the model)."""
     fold = _fold(run, fold)
-    rows = [_attempt_row(fold.run_id, c.case_id, e) for c in fold.cases for e in c.attempts]
-    rows += [_attempt_row(fold.run_id, None, e) for e in fold.health]
+    rows = [_attempt_row(_keys(fold.run_id, c), e) for c in fold.cases for e in c.attempts]
+    rows += [_attempt_row(_keys(fold.run_id, None), e) for e in fold.health]
     return pd.DataFrame(rows, columns=_ATTEMPT_COLUMNS)
 
 
-LEDGER_COLUMNS = ["run_id", "case_id", "label", "purpose", "category", "number", "outcome",
+LEDGER_COLUMNS = [*KEYS, "label", "purpose", "category", "number", "outcome",
                   "started_at", "cost_usd", "cost_known", "cost_source", "price_table",
                   "input_tokens", "output_tokens"]
 
@@ -95,9 +115,11 @@ def ledger_frame(run: Run, fold: RunFold | None = None) -> pd.DataFrame:
         case = name.label.split("/", 1)[0]
         purpose = ("health" if case == "_health" else
                    "judge" if "/judge" in name.label else "answer")
+        cid = None if case == "_health" else case
+        qid, model, strategy = split_case_id(cid) if cid else (None, None, None)
         rows.append({c: None for c in LEDGER_COLUMNS} | {
-            "run_id": run.run_id, "case_id": None if case == "_health" else case,
-            "label": name.label, "purpose": purpose, "category": purpose,
+            "run_id": run.run_id, "case_id": cid, "question_id": qid, "model": model,
+            "strategy": strategy, "label": name.label, "purpose": purpose, "category": purpose,
             "number": name.number, "outcome": "interrupted",
             "cost_usd": None, "cost_known": False,
             "cost_source": "unknown: request recorded, no response journaled (process stopped)"})
@@ -106,19 +128,22 @@ def ledger_frame(run: Run, fold: RunFold | None = None) -> pd.DataFrame:
     return pd.concat([ledger, pd.DataFrame(rows, columns=LEDGER_COLUMNS)], ignore_index=True)
 
 
-_TOOL_COLUMNS = ["case_id", "turn", "call_id", "name", "arguments", "ok", "error_kind",
+_TOOL_COLUMNS = [*KEYS, "turn", "call_id", "name", "arguments", "ok", "error_kind",
                  "error_message", "budgeted", "budget_rejected", "dispatched", "cache_hit",
                  "queue_ms", "run_ms", "total_ms", "worker_id", "peak_rss_bytes", "at"]
 
 
 def tool_calls_frame(run: Run, fold: RunFold | None = None) -> pd.DataFrame:
+    """One row per tool response, in each case's order, keyed like the other frames."""
+    fold = _fold(run, fold)
     rows = []
-    for case in _fold(run, fold).cases:
+    for case in fold.cases:
+        keys = _keys(fold.run_id, case)
         for e in case.tool_calls:
             t = e.payload
             timings = asdict(t.timings) if t.timings else {}
             rows.append({
-                "case_id": case.case_id, "turn": t.turn, "call_id": t.call_id, "name": t.name,
+                **keys, "turn": t.turn, "call_id": t.call_id, "name": t.name,
                 "arguments": t.arguments, "ok": t.ok, "error_kind": t.error_kind,
                 "error_message": t.error_message, "budgeted": t.budgeted,
                 "budget_rejected": t.error_kind == "budget", "dispatched": t.dispatched,
@@ -129,7 +154,7 @@ def tool_calls_frame(run: Run, fold: RunFold | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=_TOOL_COLUMNS)
 
 
-CASE_COLUMNS = ["case_id", "question_id", "model", "provider", "actual_model", "strategy",
+CASE_COLUMNS = [*KEYS, "provider", "actual_model", "question", "reference_answer",
                 "status", "status_reason", "answer", "correctness", "citation_support", "scored",
                 "rationale", *TOOL_COUNT_FIELDS, "input_tokens", "output_tokens",
                 "cached_tokens", "reasoning_tokens", "cache_write_tokens", "cost_usd",
@@ -141,10 +166,13 @@ CASE_COLUMNS = ["case_id", "question_id", "model", "provider", "actual_model", "
 def cases_frame(run: Run, fold: RunFold | None = None) -> pd.DataFrame:
     """One row per case of the frozen grid: planned cases that never started are rows too
     (status `incomplete`), so summaries and charts count what the report counts."""
-    rows = [c.row() | {"ended_at": c.timing["ended_at"], "finished": c.finished,
-                       "sessions": c.sessions, "api_attempts": len(c.attempts),
-                       "cost_usd_known": c.cost["known_usd"]}
-            for c in _fold(run, fold).cases]
+    fold = _fold(run, fold)
+    rows = [c.row() | _keys(fold.run_id, c) | {
+        "question": c.started.question if c.started else None,
+        "reference_answer": c.started.reference_answer if c.started else None,
+        "ended_at": c.timing["ended_at"], "finished": c.finished, "sessions": c.sessions,
+        "api_attempts": len(c.attempts), "cost_usd_known": c.cost["known_usd"]}
+            for c in fold.cases]
     frame = pd.DataFrame(rows, columns=CASE_COLUMNS)
     for col in ("correctness", "citation_support", "cost_usd", "wall_ms"):
         frame[col] = pd.to_numeric(frame[col], errors="coerce")  # None -> NaN
@@ -167,7 +195,7 @@ def summary_frame(run: Run, *, seed: int = 0, fold: RunFold | None = None) -> pd
     frame = pd.DataFrame(rows)
     for col in ("completion_rate", "correctness", "correctness_low", "correctness_high",
                 "citation_support", "citation_support_low", "citation_support_high",
-                "cost_usd_known", "latency_p50_ms", "latency_p95_ms"):
+                "cost_usd", "cost_usd_known", "latency_p50_ms", "latency_p95_ms"):
         if col in frame:
             frame[col] = pd.to_numeric(frame[col], errors="coerce")
     return frame
