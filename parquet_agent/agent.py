@@ -144,6 +144,10 @@ class AgentOutcome:
 
 
 class Agent:
+    """The bounded tool-using loop of one answer model: `run(question)` asks, executes the tool
+    calls it gets (within `limits`), and returns an `AgentOutcome`; every turn is journaled when
+    a `journal` is given, and a `replay` resumes from saved turns without paying again."""
+
     def __init__(
         self,
         model: Model,
@@ -168,6 +172,8 @@ class Agent:
         journal: JournalWriter | None = None,
         replay: CaseReplay | None = None,
     ) -> AgentOutcome:
+        """Answer `question` as case `case_id`: raw requests and responses go to `sink`, turns
+        and tool calls to `journal`; saved turns in `replay` are reused, not requested again."""
         return _CaseLoop(self, question, case_id, sink, journal, replay).run()
 
 

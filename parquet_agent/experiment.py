@@ -105,6 +105,7 @@ class Experiment:
 
     @classmethod
     def from_toml(cls, path: str | Path, **kwargs: Any) -> Experiment:
+        """The experiment a TOML config describes (`env`, `progress` as for the constructor)."""
         return cls(load_config(path), **kwargs)
 
     # -- the whole run --------------------------------------------------------------------------

@@ -51,6 +51,10 @@ DATA_TOOLS = ("schema_sample", "run_query", "get_stats")
 
 
 class Auditor:
+    """The data-quality audit agent: `Auditor(config, model=..., judge=..., store=...)
+    .run(dataset)` audits a Parquet folder and returns its `AuditReport` (offline baseline when
+    no model is configured)."""
+
     def __init__(self, config: AuditConfig | None = None, *, model: Model | None = None,
                  judge: Model | None = None, store: FindingsStore | str | None = None):
         self.config = config or AuditConfig()

@@ -34,6 +34,9 @@ CSV_COLUMNS = ("key", "category", "columns", "title", "severity", "count", "deno
 
 @dataclass(frozen=True)
 class AuditReport:
+    """One audit run as its journal says it went: status, findings, gate evaluations, steps,
+    coverage and the diff with the previous run of the same lineage."""
+
     run_dir: Path
     run_id: str
     lineage: str
@@ -55,6 +58,7 @@ class AuditReport:
 
     @classmethod
     def load(cls, run_dir: str | Path) -> AuditReport:
+        """The report of the audit run folder `run_dir`, read from its journal."""
         run_dir = Path(run_dir)
         journal = run_dir / "journal" / "audit.jsonl"
         if not journal.exists():
@@ -80,6 +84,7 @@ class AuditReport:
             cost_usd=state.cost_usd if state.cost_known else None)
 
     def finding(self, key: str) -> Finding:
+        """The committed finding with this key; UsageError listing the keys otherwise."""
         for f in self.findings:
             if f.key == key:
                 return f
@@ -87,6 +92,7 @@ class AuditReport:
                          + ", ".join(f.key for f in self.findings))
 
     def findings_df(self):
+        """The committed findings as a DataFrame (the columns of findings.csv)."""
         import pandas as pd
 
         return pd.DataFrame([_row(f) for f in self.findings], columns=list(CSV_COLUMNS))
@@ -100,6 +106,7 @@ class AuditReport:
         return out
 
     def to_json(self) -> dict[str, Any]:
+        """The report as JSON (findings.json's form, with its schema_version)."""
         return {
             "schema_version": SCHEMA_VERSION, "run_id": self.run_id, "lineage": self.lineage,
             "snapshot_id": self.snapshot_id, "status": self.status, "reason": self.reason,
@@ -116,6 +123,7 @@ class AuditReport:
         }
 
     def text(self) -> str:
+        """The report as a few lines of text (what `audit inspect` prints)."""
         lines = [f"audit {self.run_id} of {self.lineage} ({self.snapshot_id}): {self.status} "
                  f"- {self.reason}",
                  f"{len(self.steps)} steps, {len(self.findings)} findings, "

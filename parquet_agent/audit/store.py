@@ -46,6 +46,9 @@ _METRICS = ("rows", "nulls", "distinct_approx")
 
 
 class FindingsStore:
+    """An index of audit runs, findings, observations and column metrics (SQLite file or a
+    PostgreSQL URL); see the module docstring."""
+
     def __init__(self, target: str, con: Any, backend: str):
         self.target, self._con, self.backend = target, con, backend
         for statement in SCHEMA:
@@ -54,6 +57,7 @@ class FindingsStore:
 
     @classmethod
     def open(cls, target: str | Path) -> FindingsStore:
+        """A store at `target`: a `postgresql://` URL, else a SQLite file path."""
         target = str(target)
         if target.startswith(("postgresql://", "postgres://")):
             try:
@@ -69,9 +73,11 @@ class FindingsStore:
         return cls(target, sqlite3.connect(target, timeout=30), "sqlite")
 
     def reopen(self) -> FindingsStore:
+        """A new connection to the same store (e.g. in another thread or process)."""
         return FindingsStore.open(self.target)
 
     def close(self) -> None:
+        """Close the connection."""
         self._con.close()
 
     def __enter__(self) -> FindingsStore:
@@ -137,6 +143,7 @@ class FindingsStore:
         return {"run_id": row[0], "findings": [json.loads(r[0]) for r in rows]}
 
     def runs(self, lineage: str | None = None) -> list[dict[str, Any]]:
+        """Indexed audit runs (of one lineage, or all), with their status and finding counts."""
         sql = "SELECT run_id, lineage, snapshot_id, status, created_at, findings, dismissed FROM audit_runs"
         params: tuple = ()
         if lineage is not None:
@@ -145,6 +152,7 @@ class FindingsStore:
         return [dict(zip(names, r)) for r in self._execute(sql + " ORDER BY created_at, run_id", params)]
 
     def findings(self, lineage: str | None = None) -> list[dict[str, Any]]:
+        """Indexed findings (of one lineage, or all): key, category, columns, severity, counts."""
         sql = ("SELECT run_id, key, category, columns, title, severity, affected, denominator "
                "FROM audit_findings")
         params: tuple = ()
@@ -154,12 +162,14 @@ class FindingsStore:
         return [dict(zip(names, r)) for r in self._execute(sql + " ORDER BY run_id, key", params)]
 
     def observations(self, key: str) -> list[dict[str, Any]]:
+        """Every observation of one finding key across runs (source, counts, status)."""
         names = ("run_id", "key", "source", "affected", "denominator", "status")
         rows = self._execute("SELECT * FROM audit_observations WHERE key = %s ORDER BY run_id, source",
                              (key,))
         return [dict(zip(names, r)) for r in rows]
 
     def metrics(self, column: str) -> list[dict[str, Any]]:
+        """The column metrics recorded for `column` in every indexed run."""
         names = ("run_id", "column_name", "metric", "value")
         rows = self._execute("SELECT * FROM audit_metrics WHERE column_name = %s "
                              "ORDER BY run_id, metric", (column,))

@@ -143,13 +143,16 @@ class CorpusSnapshot:
 
     @property
     def rows(self) -> int:
+        """Rows over all files of the snapshot."""
         return sum(f.rows for f in self.files)
 
     @property
     def size(self) -> int:
+        """Bytes over all files of the snapshot."""
         return sum(f.size for f in self.files)
 
     def paths(self, folder: str | Path | None = None) -> list[Path]:
+        """The snapshot's files as paths under `folder` (default: the folder it was taken of)."""
         base = Path(folder or self.root)
         return [base / f.name for f in self.files]
 
@@ -195,6 +198,7 @@ class CorpusSnapshot:
         )
 
     def to_json(self) -> dict:
+        """The snapshot as JSON (what a run's manifest freezes)."""
         return {
             "schema_version": SCHEMA_VERSION,
             "snapshot_id": self.snapshot_id,
@@ -206,6 +210,7 @@ class CorpusSnapshot:
 
     @classmethod
     def from_json(cls, data: dict, root: str | Path = "") -> CorpusSnapshot:
+        """A snapshot from `to_json()`'s form; ValueError for another schema version."""
         if data.get("schema_version") != SCHEMA_VERSION:
             raise CorpusError(
                 f"snapshot schema_version {data.get('schema_version')!r} is not supported "

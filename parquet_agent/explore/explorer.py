@@ -150,6 +150,7 @@ class CaseExplorer(W.VBox):
         self.picker.value = case_id
 
     def reset_filters(self) -> None:
+        """Show every case again (question text, model, strategy and status filters cleared)."""
         self.question.value = ""
         for widget in (self.model, self.strategy, self.status):
             widget.value = ALL

@@ -128,6 +128,9 @@ class Judge:
             purpose="judge", label=label, response_schema=JUDGMENT_SCHEMA), provenance
 
     def judge(self, inp: JudgeInput, *, sink: RawSink, label: str) -> Verdict:
+        """Score one answer against the reference and evidence (deterministic checks, then the
+        model, with one repair request and up to `max_attempts`); an unusable judgment is
+        unscored with its reason, never 0."""
         checks = deterministic_checks(inp)
         request, provenance = self.request(inp, label)
         attempts: list[Attempt] = []

@@ -200,6 +200,7 @@ class Run:
 
     @property
     def run_id(self) -> str:
+        """The run folder's name."""
         return self.dir.name
 
     @property
@@ -222,6 +223,7 @@ class Run:
             return self._raw
 
     def read_raw(self, path: str) -> bytes:
+        """The exact stored bytes of one raw file (a run-relative `raw/...` path)."""
         return self.raw.read(path)
 
     # -- journals -------------------------------------------------------------------------------
@@ -240,6 +242,7 @@ class Run:
         return journal
 
     def run_journal(self) -> CaseJournal:
+        """The run-level journal (sessions, health checks, drift), for appending."""
         return self.journal(RUN_JOURNAL)
 
     def journal_paths(self) -> dict[str, Path]:
@@ -305,6 +308,7 @@ class Run:
                                               output=stored["output"]))
 
     def run_events(self) -> tuple[Event, ...]:
+        """The run-level journal's events, in order."""
         return self.case_events(RUN_JOURNAL)
 
     def all_events(self) -> dict[str, tuple[Event, ...]]:
@@ -440,16 +444,22 @@ class Run:
         return ledger_frame(self)
 
     def cases_df(self) -> pd.DataFrame:
+        """One row per case of the grid: keys, question, reference, answer, scores, rationale,
+        tool counts, tokens, cost (NaN if unknown), wall time (see `store.frames`)."""
         from parquet_agent.store.frames import cases_frame
 
         return cases_frame(self)
 
     def attempts_df(self) -> pd.DataFrame:
+        """One row per API attempt (answer, judge, health) with its role, tokens, timing, cost
+        and raw paths; keyed like `cases_df()` (run_id, case_id, question_id, model, strategy)."""
         from parquet_agent.store.frames import attempts_frame
 
         return attempts_frame(self)
 
     def tool_calls_df(self) -> pd.DataFrame:
+        """One row per tool response (turn, call id, arguments, error, cache, timings); keyed
+        like `cases_df()`."""
         from parquet_agent.store.frames import tool_calls_frame
 
         return tool_calls_frame(self)
@@ -474,6 +484,7 @@ class Run:
         return run_figures(self)
 
     def close(self) -> None:
+        """Close its journals and raw store and release the writer lock (a `with` block does)."""
         for journal in self._journals.values():
             journal.close()
         self._journals.clear()

@@ -107,6 +107,7 @@ class RunStore:
         return Run(run_dir, writable=writable)
 
     def run_ids(self) -> list[str]:
+        """The run folders under this store's folder, sorted by name."""
         if not self.dir.is_dir():
             return []
         return sorted(p.name for p in self.dir.iterdir()

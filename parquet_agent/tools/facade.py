@@ -100,19 +100,30 @@ class Tools:
     # -- public surface -----------------------------------------------------------------------
 
     def specs(self) -> tuple[ToolSpec, ...]:
+        """The tool specs this strategy offers a model (name, description, JSON schema)."""
         return self.offer.specs
 
     # the sandbox's facts, as before the view existed
-    strategy = property(lambda self: self.offer.strategy)
-    snapshot = property(lambda self: self.sandbox.snapshot)
-    limits = property(lambda self: self.sandbox.limits)
-    output_limits = property(lambda self: self.sandbox.output_limits)
-    cache = property(lambda self: self.sandbox.cache)
-    index_status = property(lambda self: self.sandbox.index_status)
-    skip_status = property(lambda self: self.sandbox.skip_status)
-    sandbox_mode = property(lambda self: self.sandbox.mode)
+    strategy = property(lambda self: self.offer.strategy,
+                        doc="The strategy whose tools this view offers (`sql`, `sql+stream`).")
+    snapshot = property(lambda self: self.sandbox.snapshot,
+                        doc="The corpus snapshot (files, sizes, hashes) the tools read.")
+    limits = property(lambda self: self.sandbox.limits,
+                      doc="Per-call sandbox limits: CPU seconds, wall seconds, memory.")
+    output_limits = property(lambda self: self.sandbox.output_limits,
+                             doc="Bounds on every answer: rows, cell, total and column sizes.")
+    cache = property(lambda self: self.sandbox.cache,
+                     doc="The result cache policy (`on` / `off`).")
+    index_status = property(lambda self: self.sandbox.index_status,
+                            doc="Whether the header/offset index is present and current.")
+    skip_status = property(lambda self: self.sandbox.skip_status,
+                           doc="Whether the data-skipping index is used, and why not if not.")
+    sandbox_mode = property(lambda self: self.sandbox.mode,
+                            doc="How the tools are isolated here (and UNPROTECTED if not).")
 
     def call(self, name: str, **arguments: Any) -> ToolResult:
+        """Call one tool by name, e.g. `call("sql", query="SELECT ...")`; a failure is a
+        `ToolResult` with `ok` False and its error, never an exception."""
         return self.call_raw(name, arguments)
 
     def for_strategy(self, strategy: str) -> Tools:
