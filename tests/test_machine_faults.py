@@ -66,10 +66,10 @@ def _when_cases_finished(proc: subprocess.Popen, run_dir: Path, n: int = 1) -> N
 
 def _one_line(done: subprocess.CompletedProcess) -> str:
     """The run's stderr is one `parquet-agent:` line and nothing else (no traceback; the
-    price table's "cost unknown" warnings for the fake models aside)."""
+    "cost unknown" warnings for the fake models aside: one per model)."""
     assert done.returncode == 2, (done.stdout[-1000:], done.stderr[-3000:])
     lines = [line for line in done.stderr.splitlines()
-             if line.strip() and not line.startswith("cost unknown: ")]
+             if line.strip() and not line.startswith("cost unknown")]
     assert len(lines) == 1 and lines[0].startswith("parquet-agent: "), done.stderr[-3000:]
     return lines[0]
 
