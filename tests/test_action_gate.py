@@ -14,7 +14,7 @@ from parquet_agent.errors import ConfigError, ResumeRefusedError
 from parquet_agent.experiment import Experiment
 from parquet_agent.experiment_config import ExperimentConfig
 from parquet_agent.tools import Tools
-from parquet_agent.tools.action_gate import ActionGate, query_rules
+from parquet_agent.tools.action_gate import ActionGate, GateEvaluation, query_rules
 from tests.harness_corpus import make_harness_corpus
 
 SCAN = "SELECT file_stem FROM filings WHERE contains(parsed_md, 'Northwind')"
@@ -70,7 +70,12 @@ def test_gate_on_records_every_verdict_and_refuses_the_unnarrowed_scan(corpus, t
     assert refused["error_message"].startswith("action gate (rules) FAIL: a pattern scan")
     assert whole["ok"] and counted["ok"] and narrowed["ok"]
     assert refused["worker_id"] is None  # no worker ran it
-    assert (run.dir / "cases" / f"{CID}.json").is_file()  # the export reads past the events
+    # typed in the transcript, folded once, and in the exported case record
+    gated = [e.payload for e in run.case_events(CID) if isinstance(e.payload, GateEvaluation)]
+    assert [g.verdict for g in gated] == ["FAIL", "WARN", "PASS", "PASS"]
+    record = json.loads((run.dir / "cases" / f"{CID}.json").read_text(encoding="utf-8"))
+    assert [g["verdict"] for g in record["gate_evaluations"]] == ["FAIL", "WARN", "PASS", "PASS"]
+    assert record["gate_evaluations"][0]["critique"] == evaluations[0]["critique"]
     # a resume replays the saved calls: nothing is evaluated (or recorded) twice
     again = Experiment(config, progress=False).run(tmp_path / "runs" / "r", resume=True)
     assert len(_events(again, "gate_evaluation")) == 4
@@ -84,6 +89,8 @@ def test_gate_off_by_default_leaves_config_and_calls_unchanged(corpus, tmp_path)
     assert "gates" not in run.manifest["config"]
     assert _events(run, "gate_evaluation") == []
     assert all(call["ok"] for call in _events(run, "tool_call"))  # the scan ran
+    record = json.loads((run.dir / "cases" / f"{CID}.json").read_text(encoding="utf-8"))
+    assert "gate_evaluations" not in record  # ungated records keep their shape
     # turning the gate on changes the experiment: a resume refuses it, naming the key
     gated = _config(corpus, tmp_path, {"action": ["rules"]})
     with pytest.raises(ResumeRefusedError, match="gates"):

@@ -8,7 +8,8 @@ The record (`schema_version` 1) holds the case-record fields of DESIGN.md: quest
 reference (as the judge received them; the question also as the agent received it), model
 (configured, requested, actual; a missing provider identity is `unverified`), strategy, status,
 final answer, judgment, tool counts (contract names), rounds, attempts, tokens, cost, timing,
-every tool call, the exact final-answer request, the exact judge request and raw response, every
+every tool call (and, with `[gates] action` on, `gate_evaluations`: the action gate's verdict
+on each `sql` call), the exact final-answer request, the exact judge request and raw response, every
 API attempt with its raw paths, and for unfinished work the `incomplete` block: the latest
 request actually written, raw requests missing per attempt, and tool outputs produced but not
 carried by that latest request (by call id).
@@ -362,6 +363,9 @@ def build_case(source: RunSource, case_id: str, view: CaseView | None = None) ->
         "model_rounds": len(view.turns), "api_attempts": len(view.attempts),
         "tokens": view.tokens, "cost": view.cost, "timing": view.timing,
         "tool_calls": tools,
+        # only with `[gates] action` on, so the records of ungated runs keep their shape
+        **({"gate_evaluations": [plain(g) for g in view.gate_evaluations]}
+           if view.gate_evaluations else {}),
         "final_request": _inline(requests.final),
         "final_response": _inline(requests.final_response),
         "latest_request": _inline(requests.latest),

@@ -36,6 +36,7 @@ from parquet_agent.transcript import (
     CaseStarted,
     CorpusDrift,
     Event,
+    GateEvaluation,
     JudgeAttempt,
     Judgment,
     ModelAttempt,
@@ -104,6 +105,7 @@ class CaseView:
     tokens: dict[str, int]  # TOKEN_KINDS, summed over all attempts
     cost: dict[str, Any]  # usd (None if any unknown), known_usd, unknown_attempts, ...
     timing: dict[str, Any]  # started_at, ended_at, wall_ms, model_ms, judge_ms, tool_ms
+    gate_evaluations: tuple[GateEvaluation, ...] = ()  # the action gate's, in journal order
 
     @property
     def scored(self) -> bool:
@@ -281,7 +283,8 @@ def fold_case(case_id: str, events: tuple[Event, ...],
         tokens={k: sum(getattr(u, f"{k}_tokens") or 0 for u in usage)
                 for k in TOKEN_KINDS},
         cost=_cost(attempts, answer, judge),
-        timing=_timing(events, started, finished, answer, judge, tools))
+        timing=_timing(events, started, finished, answer, judge, tools),
+        gate_evaluations=tuple(e.payload for e in events if isinstance(e.payload, GateEvaluation)))
 
 
 # -- the run ----------------------------------------------------------------------------------

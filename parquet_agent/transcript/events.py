@@ -10,6 +10,8 @@ its event kind in `EVENT` (the `event` field of its journal line), so readers te
     ModelAttempt     one per answer-model HTTP attempt, with its `role` (ROLES)
     ModelTurn        a successful answer turn: number, request/response paths, the `Reply`,
                      attempts used, cost; replayed on resume instead of a new call
+    GateEvaluation   with `[gates] action` on: the action gate's verdict on one `sql` call,
+                     just before its ToolCallEvent (`tools.action_gate`)
     ToolCallEvent    one per tool response produced (incl. validation errors, budget rejects)
     JudgeAttempt     one per judge HTTP attempt (role `judge`)
     Judgment         scores (None = unscored, never 0), rationale, checks, provenance;
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from parquet_agent.models.protocol import Attempt, Reply
+from parquet_agent.tools.action_gate import GateEvaluation
 from parquet_agent.tools.result import Timings
 
 CASE_STATUSES = ("complete", "incomplete", "failed")
@@ -208,7 +211,7 @@ class CaseSealed:
 
 PAYLOAD_TYPES: tuple[type, ...] = (
     CaseStarted, ModelAttempt, JudgeAttempt, ModelTurn, ToolCallEvent, Judgment, CaseFailed,
-    CaseFinished, RunStarted, CorpusDrift, RunFinished, CaseSealed)
+    CaseFinished, RunStarted, CorpusDrift, RunFinished, CaseSealed, GateEvaluation)
 ATTEMPT_TYPES = (ModelAttempt,)  # JudgeAttempt is a ModelAttempt: one HTTP attempt each
 
 
