@@ -23,34 +23,18 @@ unevaluated: the rules are about SQL.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable
 
 import duckdb
 
 from parquet_agent.models.protocol import ToolSpec
 from parquet_agent.tools.gate import GateRejection, parse_select
-from parquet_agent.tools.result import ToolResult, error_result
+from parquet_agent.tools.result import GateEvaluation, ToolResult, error_result
 
 LONG_TEXT = ("parsed_md",)  # the filings corpus's long-text column
 SCAN_FUNCTIONS = frozenset({"contains", "~~", "~~*", "!~~", "!~~*", "like", "ilike",
                             "regexp_matches", "regexp_full_match", "regexp_extract", "strpos",
                             "instr", "position", "starts_with", "ends_with"})
-
-
-@dataclass(frozen=True)
-class GateEvaluation:
-    """One evaluation of one tool call, as the case journal records it (`gate_evaluation`)."""
-
-    EVENT: ClassVar[str] = "gate_evaluation"
-
-    gate: str  # "action"
-    evaluator: str  # "rules"
-    tool: str
-    arguments: dict[str, Any]
-    verdict: str  # PASS | WARN | FAIL
-    critique: str
-    narrowed: bool  # the rows were narrowed before the query (file_stem or scope)
 
 
 def query_rules(sql: str, long_text: list[str] | tuple[str, ...],

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 # The closed set of tool error kinds (inspect_ai style: anything else escaping is a bug).
 ERROR_KINDS: frozenset[str] = frozenset(
@@ -125,3 +125,20 @@ def _jsonable_arguments(arguments: Any) -> dict[str, Any]:
         except (TypeError, ValueError):
             pass
     return {"_raw": _safe_text(repr(arguments)[:2000])}
+
+
+# The action gate's record (`tools.action_gate`) lives here, beside the other tool records,
+# because the transcript decodes it and must not load DuckDB (the exporter reads journals).
+@dataclass(frozen=True)
+class GateEvaluation:
+    """One evaluation of one tool call, as the case journal records it (`gate_evaluation`)."""
+
+    EVENT: ClassVar[str] = "gate_evaluation"
+
+    gate: str  # "action"
+    evaluator: str  # "rules"
+    tool: str
+    arguments: dict[str, Any]
+    verdict: str  # PASS | WARN | FAIL
+    critique: str
+    narrowed: bool  # the rows were narrowed before the query (file_stem or scope)

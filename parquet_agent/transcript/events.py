@@ -29,8 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from parquet_agent.models.protocol import Attempt, Reply
-from parquet_agent.tools.action_gate import GateEvaluation
-from parquet_agent.tools.result import Timings
+from parquet_agent.tools.result import GateEvaluation, Timings
 
 CASE_STATUSES = ("complete", "incomplete", "failed")
 
