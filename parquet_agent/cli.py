@@ -21,6 +21,7 @@ _COMMAND_MODULES = (
     "parquet_agent.tools.commands",
     "parquet_agent.models.commands",
     "parquet_agent.experiment_commands",
+    "parquet_agent.judge.commands",
     "parquet_agent.report.commands",
     "parquet_agent.bench.commands",
     "parquet_agent.lab",

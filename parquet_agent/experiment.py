@@ -432,7 +432,7 @@ def _judge_case(sink: RawSink, journal, judge: Judge, reader: Tools, questions: 
         citation_support=verdict.citation_support, rationale=verdict.rationale,
         scored=verdict.scored, unscored_reason=verdict.unscored_reason,
         request_path=verdict.request_path, response_path=verdict.response_path,
-        checks=verdict.checks, provenance=verdict.provenance)])
+        checks=verdict.checks, provenance=verdict.provenance, verdict=verdict.verdict)])
     return total_cost(verdict.attempts)
 
 

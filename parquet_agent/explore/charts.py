@@ -16,6 +16,8 @@
                                            #   plotly.js text, empty divs, one script per figure
     charts.comparison_deltas(cmp)          # a RunComparison's paired deltas per cell (95% CIs)
     charts.comparison_changes(cmp)         #   and its cases per cell by change
+    charts.judge_agreement(run)            # kappa per pair of judges, repeat flip rates (CIs)
+    charts.verdicts(run)                   # correct / incorrect / abstained per cell
 
 `run` is a `Run`, a run folder, or a list of them: with several runs every cell is labelled
 `<run id> · <model> · <strategy>` and figures compare runs side by side. Data come from the
@@ -38,6 +40,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from parquet_agent.explore.judging_charts import judge_agreement, verdicts
 from parquet_agent.store.compare import ALL_CELLS, CHANGES, RunComparison
 from parquet_agent.store.run import open_run
 
@@ -422,4 +425,5 @@ def comparison_changes(cmp: RunComparison) -> go.Figure:
 
 
 __all__ = ["FigureEmbed", "RunTables", "cache_savings", "comparison_changes", "comparison_deltas",
-           "cost_breakdown", "cost_vs_correctness", "embed_figures", "figure_html", "latency", "main_charts", "scores", "tool_effort"]
+           "cost_breakdown", "cost_vs_correctness", "embed_figures", "figure_html",
+           "judge_agreement", "latency", "main_charts", "scores", "tool_effort", "verdicts"]

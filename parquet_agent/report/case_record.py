@@ -48,6 +48,7 @@ from parquet_agent.store.fold import (
     fold_case,
     make_fold,
 )
+from parquet_agent.store.judging import RUN_JUDGE, appended_judgments, primary_judging
 from parquet_agent.store.run import Run
 from parquet_agent.transcript import (
     TOOL_COUNT_FIELDS,
@@ -91,9 +92,13 @@ class RunSource:
     models: dict[str, dict[str, Any]]  # configured models by name
     names: frozenset[str] = frozenset()  # every raw path, as the packs were when opened
     unreadable: set[str] = field(default_factory=set)  # raw paths that failed to read
+    appended: dict[str, list[Any]] = field(default_factory=dict)  # re-judgings' judgments
+    judge: str | None = None  # whose judgments count (a judging id; None: the run's own)
 
     @classmethod
-    def open(cls, run_dir: str | Path) -> RunSource:
+    def open(cls, run_dir: str | Path, *, judge: str | None = None) -> RunSource:
+        """`judge`: whose judgments count (a judging id, "run" for the config's judge;
+        default: the primary one, see `store.judging`)."""
         run_dir = Path(run_dir)
         if not (run_dir / "manifest.json").is_file():
             raise ExportError(f"{run_dir}: not a run folder (no manifest.json); give the folder "
@@ -111,8 +116,11 @@ class RunSource:
             parts = path.split("/")
             if len(parts) >= 3:
                 names.setdefault(parts[1], []).append(path)
+        selected = primary_judging(run_dir) if judge is None else (
+            None if judge == RUN_JUDGE else judge)
         return cls(run, raw, {k: tuple(v) for k, v in names.items()},
-                   configured_models(manifest), frozenset(every))
+                   configured_models(manifest), frozenset(every),
+                   appended=appended_judgments(run_dir), judge=selected)
 
     def case_ids(self) -> list[str]:
         """Every case: the planned grid first (in grid order), then any other journal."""
@@ -135,7 +143,8 @@ class RunSource:
             return tuple(resolved)
 
     def fold_case(self, case_id: str) -> CaseView:
-        return fold_case(case_id, self.events(case_id), self.models)
+        return fold_case(case_id, self.events(case_id), self.models,
+                         self.appended.get(case_id, ()), self.judge)
 
     def fold(self, cases: tuple[CaseView, ...] | None = None) -> RunFold:
         """Every case of the run folded (or `cases`, folded already), and the run journal's
@@ -319,6 +328,14 @@ def _judge_block(view: CaseView, requests: _Requests) -> dict[str, Any] | None:
         "unscored_reason": j.unscored_reason, "checks": j.checks or {},
         "provenance": j.provenance or {}, "request_path": j.request_path,
         "response_path": j.response_path, "judgments_recorded": view.judgments_recorded,
+        "verdict": view.verdict, "judging": j.judging or RUN_JUDGE,
+        "judgments": [{"judging": k.judging or RUN_JUDGE, "judge": k.judge, "repeat": k.repeat,
+                       "scored": k.scored, "verdict": k.verdict,
+                       "correctness": k.correctness, "citation_support": k.citation_support,
+                       "unscored_reason": k.unscored_reason,
+                       "prompt_version": (k.provenance or {}).get("prompt_version"),
+                       "request_path": k.request_path, "response_path": k.response_path}
+                      for k in view.judgments],
         "request": requests.judge.inline() if requests.judge else None,
         "response": requests.judge_response.inline() if requests.judge_response else None,
     }

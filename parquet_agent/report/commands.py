@@ -40,6 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="when records are damaged or edited (Run.verify()): write the "
                         "exports with them marked, then exit 1 (fail, the default) or exit 0 "
                         "after a warning (warn)")
+    export.add_argument("--judge", metavar="JUDGING",
+                        help="whose judgments the figures use: a re-judging's id, or 'run' "
+                        "for the config's judge (default: the primary one)")
     export.set_defaults(handler=_export)
 
     raw = subparsers.add_parser("raw", help="print the exact bytes of one raw file of a run")
@@ -64,7 +67,7 @@ def _export(args: argparse.Namespace) -> int:
     audits = args.audit[0] if args.audit == ["auto"] else args.audit
     extras = report_extras(args.run_dir, charts=args.charts, compare_with=args.compare,
                            audits=audits)
-    result = export_run(args.run_dir, extras=extras)
+    result = export_run(args.run_dir, extras=extras, judge=args.judge)
     print(f"exported {result.cases} cases of {result.run_dir} in {result.seconds:.2f} s")
     print(f"report:     {result.report}")
     print(f"provenance: {result.run_dir / 'case-export-provenance.json'}")

@@ -165,15 +165,18 @@ def _write(run_dir: Path, rel: str, data: bytes, *, keep_identical: bool = False
     os.replace(tmp, path)
 
 
-def export_run(run_dir: str | Path, *, extras: ReportExtras | None = None) -> ExportResult:
+def export_run(run_dir: str | Path, *, extras: ReportExtras | None = None,
+               judge: str | None = None) -> ExportResult:
     """(Re)build every export of `run_dir`; raise ExportError when the run cannot be read.
+    `judge`: whose judgments the figures use (a judging id of a re-judging, "run" for the
+    config's judge; default: the primary one). Every case record lists every judgment.
 
     `extras`: optional report.html sections built by the caller (the charts and a comparison:
     `explore.sections.report_extras`); the exporter itself never plots."""
 
     t0 = time.perf_counter()
     run_dir = Path(run_dir).resolve()
-    source = RunSource.open(run_dir)
+    source = RunSource.open(run_dir, judge=judge)
     try:
         written: dict[str, bytes] = {}
         verified = source.run.verify()  # a list of problems; never raises

@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable
 
 from parquet_agent.errors import RunError
+from parquet_agent.judge.judgment import VERDICTS
 from parquet_agent.models.protocol import UNVERIFIED
 from parquet_agent.stats import bootstrap_ci, percentile
 from parquet_agent.transcript import (
@@ -97,8 +98,9 @@ class CaseView:
     final_turn: ModelTurn | None  # the turn that gave the answer (or the forced final request)
     attempts: tuple[Event, ...]  # ModelAttempt / JudgeAttempt events, in journal order
     tool_calls: tuple[Event, ...]  # ToolCallEvent events, in journal order
-    judgment: Judgment | None  # the last one
+    judgment: Judgment | None  # the primary judge's last one (see fold_case)
     judgments_recorded: int
+    judgments: tuple[Judgment, ...]  # every judgment: the run's own, then appended ones
     tool_counts: dict[str, int | None]  # contract names, TOOL_COUNT_FIELDS order
     tool_counts_source: str
     identity: dict[str, str | None]  # configured, requested and actual model and provider
@@ -120,6 +122,17 @@ class CaseView:
         return self.judgment.citation_support if self.scored else None
 
     @property
+    def verdict(self) -> str | None:
+        """correct / incorrect / abstained; None when unscored or judged before judge-v2."""
+        return self.judgment.verdict if self.scored else None
+
+    @property
+    def abstained_answerable(self) -> bool:
+        """An abstention on a question the corpus can answer: a failed search, not an error."""
+        return (self.verdict == "abstained"
+                and (self.judgment.checks or {}).get("answerable", True) is not False)
+
+    @property
     def answer_attempts(self) -> tuple[Event, ...]:
         return tuple(e for e in self.attempts if not isinstance(e.payload, JudgeAttempt))
 
@@ -135,7 +148,7 @@ class CaseView:
             "actual_model": self.identity["actual_model"], "strategy": self.strategy,
             "status": self.status, "status_reason": self.status_reason, "answer": self.answer,
             "correctness": self.correctness, "citation_support": self.citation_support,
-            "scored": self.scored,
+            "scored": self.scored, "verdict": self.verdict,
             "rationale": self.judgment.rationale if self.judgment else None,
             **{k: self.tool_counts.get(k) for k in TOOL_COUNT_FIELDS},
             **{f"{k}_tokens": v for k, v in self.tokens.items()},
@@ -239,8 +252,11 @@ def _final_turn(turns: list[ModelTurn]) -> ModelTurn | None:
 
 
 def fold_case(case_id: str, events: tuple[Event, ...],
-              models: dict[str, dict[str, Any]] | None = None) -> CaseView:
-    """The view of one case from its events (as `Run.case_events` gives them)."""
+              models: dict[str, dict[str, Any]] | None = None,
+              appended: Iterable[Judgment] = (), judging: str | None = None) -> CaseView:
+    """The view of one case from its events (as `Run.case_events` gives them). `appended`:
+    judgments a re-judging appended (store.judging); `judging` picks whose judgment counts (a
+    judging id; None: the run's own judge), and the case is unscored if that one has none."""
     qid, model, strategy = split_case_id(case_id)
     started = next((e for e in events if isinstance(e.payload, CaseStarted)), None)
     if started is not None:
@@ -255,6 +271,8 @@ def fold_case(case_id: str, events: tuple[Event, ...],
                  if isinstance(e.payload, ModelTurn)}
     turns = [by_number[n] for n in sorted(by_number)]
     judgments = [e.payload for e in events if isinstance(e.payload, Judgment)]
+    judgments += list(appended)
+    chosen = [j for j in judgments if j.judging == judging]
     failures = [(e.at, e.payload) for e in events if isinstance(e.payload, CaseFailed)]
     status, reason, answer_text = _status(finished and finished.payload,
                                           started and started.payload, failures)
@@ -277,7 +295,8 @@ def fold_case(case_id: str, events: tuple[Event, ...],
         sessions=sum(isinstance(e.payload, CaseStarted) for e in events),
         failures=tuple(failures), turns=tuple(turns), final_turn=final_turn,
         attempts=tuple(attempts), tool_calls=tuple(tools),
-        judgment=judgments[-1] if judgments else None, judgments_recorded=len(judgments),
+        judgment=chosen[-1] if chosen else None, judgments_recorded=len(judgments),
+        judgments=tuple(judgments),
         tool_counts=counts, tool_counts_source=source,
         identity=_identity((models or {}).get(model, {}), answer),
         tokens={k: sum(getattr(u, f"{k}_tokens") or 0 for u in usage)
@@ -325,6 +344,7 @@ def group_figures(model: str, strategy: str, cases: list[CaseView],
         "correctness": {"mean": num(corr.mean), "low": num(corr.low), "high": num(corr.high)},
         "citation_support": {"mean": num(cite.mean), "low": num(cite.low),
                              "high": num(cite.high)},
+        **verdict_figures(cases),
         "tool_counts": {k: sum(c.tool_counts.get(k) or 0 for c in cases)
                         for k in TOOL_COUNT_FIELDS},
         "input_tokens": sum(c.tokens["input"] for c in cases),
@@ -338,6 +358,18 @@ def group_figures(model: str, strategy: str, cases: list[CaseView],
         "latency_p95_ms": num(percentile(walls, 95)),
         "bootstrap": {"seed": seed, "level": 0.95},
     }
+
+
+def verdict_figures(cases: list[CaseView]) -> dict[str, Any]:
+    """Correct / incorrect / abstained counts and rates over the cases judged with a verdict
+    (as the FinanceBench paper reports them), and the abstentions on answerable questions."""
+    verdicts = [c.verdict for c in cases if c.verdict is not None]
+    out: dict[str, Any] = {"judged_with_verdict": len(verdicts)}
+    for v in VERDICTS:
+        out[v] = verdicts.count(v)
+        out[f"{v}_rate"] = num(verdicts.count(v) / len(verdicts)) if verdicts else None
+    out["abstained_answerable"] = sum(c.abstained_answerable for c in cases)
+    return out
 
 
 @dataclass(frozen=True)
@@ -362,6 +394,7 @@ class RunFold:
             "cases": len(self.cases),
             "status_counts": {s: sum(c.status == s for c in self.cases) for s in CASE_STATUSES},
             "scored": sum(c.scored for c in self.cases),
+            **verdict_figures(list(self.cases)),
             "cases_cost_usd_known": num(sum(c for c in costs if c is not None)),
             "cases_with_unknown_cost": sum(c is None for c in costs),
         }
@@ -409,13 +442,20 @@ def configured_models(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {m.get("name"): m for m in (manifest.get("config") or {}).get("models", [])}
 
 
-def fold_run(run: Run, *, resolve: bool = False) -> RunFold:
+def fold_run(run: Run, *, resolve: bool = False, judge: str | None = None) -> RunFold:
     """Fold every journal of `run`. `resolve` reads offloaded tool texts back (the case records
-    need them; figures do not)."""
+    need them; figures do not). `judge`: whose judgments count (a judging id, `"run"` for the
+    config's judge; default: the primary one, see `store.judging`)."""
+    from parquet_agent.store.judging import RUN_JUDGE, appended_judgments, primary_judging
+
     try:
         models = configured_models(run.manifest)
     except RunError:  # a run aborted before its manifest still folds
         models = {}
-    cases = tuple(fold_case(cid, run.case_events(cid, resolve=resolve), models)
+    appended = appended_judgments(run.dir)
+    selected = primary_judging(run.dir) if judge is None else (
+        None if judge == RUN_JUDGE else judge)
+    cases = tuple(fold_case(cid, run.case_events(cid, resolve=resolve), models,
+                            appended.get(cid, ()), selected)
                   for cid in run.all_case_ids())
     return make_fold(run.run_id, cases, run.case_events(RUN_JOURNAL, resolve=False))

@@ -195,7 +195,8 @@ def summary_frame(run: Run, *, seed: int = 0, fold: RunFold | None = None) -> pd
     frame = pd.DataFrame(rows)
     for col in ("completion_rate", "correctness", "correctness_low", "correctness_high",
                 "citation_support", "citation_support_low", "citation_support_high",
-                "cost_usd", "cost_usd_known", "latency_p50_ms", "latency_p95_ms"):
+                "cost_usd", "cost_usd_known", "latency_p50_ms", "latency_p95_ms",
+                "correct_rate", "incorrect_rate", "abstained_rate"):
         if col in frame:
             frame[col] = pd.to_numeric(frame[col], errors="coerce")
     return frame

@@ -431,11 +431,12 @@ class Run:
 
     # -- tables: every one read from the fold ----------------------------------------------------
 
-    def fold(self, *, resolve: bool = False) -> RunFold:
-        """Every case folded into its view, and the run's figures (see `store.fold`)."""
+    def fold(self, *, resolve: bool = False, judge: str | None = None) -> RunFold:
+        """Every case folded into its view, and the run's figures (see `store.fold`); `judge`
+        picks whose judgments count (default: the primary judging)."""
         from parquet_agent.store.fold import fold_run
 
-        return fold_run(self, resolve=resolve)
+        return fold_run(self, resolve=resolve, judge=judge)
 
     def ledger(self) -> pd.DataFrame:
         """One row per API attempt (answer, judge, health) with its cost, source and category."""
@@ -464,11 +465,44 @@ class Run:
 
         return tool_calls_frame(self)
 
-    def summary(self, *, seed: int = 0) -> pd.DataFrame:
-        """Per model x strategy figures (see `store.frames.summary_frame`)."""
+    def summary(self, *, seed: int = 0, judge: str | None = None) -> pd.DataFrame:
+        """Per model x strategy figures (see `store.frames.summary_frame`), with the
+        judgments of `judge` (a judging id, "run"; default: the primary one)."""
         from parquet_agent.store.frames import summary_frame
 
-        return summary_frame(self, seed=seed)
+        return summary_frame(self, seed=seed, fold=self.fold(judge=judge) if judge else None)
+
+    # -- judging ------------------------------------------------------------------------------
+
+    def rejudge(self, judge: Any, *, cases: Any = None, repeat: int = 1, batch: bool = False,
+                primary: bool = False, polling: Any = None) -> Any:
+        """Judge saved cases again with `judge` (a `Judge`, or a model it wraps), appending
+        judgments with their provenance; nothing recorded changes (see `store.judging`)."""
+        from parquet_agent.judge import Judge
+        from parquet_agent.models.batch import Polling
+        from parquet_agent.store.judging import rejudge
+
+        judge = judge if isinstance(judge, Judge) else Judge(judge)
+        return rejudge(self, judge, cases=cases, repeat=repeat, batch=batch, primary=primary,
+                       polling=polling or Polling())
+
+    def judgings(self) -> dict[str, dict[str, Any]]:
+        """Every re-judging of this run: id -> judge provenance, created_at, batch."""
+        from parquet_agent.store.judging import judgings
+
+        return judgings(self.dir)
+
+    def set_primary_judge(self, judging: str | None) -> None:
+        """Make a re-judging's judgments the ones figures use ("run"/None: the config's)."""
+        from parquet_agent.store.judging import set_primary
+
+        set_primary(self, judging)
+
+    def judge_agreement(self, *, seed: int = 0) -> dict[str, pd.DataFrame]:
+        """How far the judges agree, as DataFrames (see `store.agreement`)."""
+        from parquet_agent.store.agreement import agreement_tables
+
+        return agreement_tables(self, seed=seed)
 
     def compare(self, old: Run | str | Path, *, threshold: float = 50.0,
                 seed: int = 0) -> RunComparison:

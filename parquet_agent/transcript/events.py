@@ -141,6 +141,11 @@ class Judgment:
     response_path: str | None = None
     checks: dict[str, Any] = field(default_factory=dict)  # deterministic checks
     provenance: dict[str, Any] = field(default_factory=dict)  # judge model, prompt hash, ...
+    verdict: str | None = None  # correct | incorrect | abstained (judge-v2); None: unscored
+    # re-judging (a judging journal under judgments/): the case, the judging, the repeat
+    case_id: str | None = None
+    judging: str | None = None  # None: the run's own judge (the config's)
+    repeat: int = 1
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,84 @@
+"""`parquet-agent judge RUN_DIR --judge CONFIG_OR_MODEL [--cases ...] [--repeat K] [--batch]`.
+
+Judges the saved cases of a finished or partial run again (no agent call; see
+`store.judging`) and appends the judgments with their provenance under `judgments/`, then
+rebuilds the exports. `--judge` is an experiment config whose `[judge]` table is used, `rubric`
+(the offline judge), or `provider:model` (`openai:gpt-4o-mini`; the key from the provider's usual
+variable: OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY). `--primary` makes these judgments
+the ones the exports, summaries and charts use (`--primary run` in `export --judge` goes back).
+Running the same command again resumes: cases already judged are not asked again.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from parquet_agent.errors import UsageError
+
+KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
+                 "google": "GEMINI_API_KEY"}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("judge", help="judge a saved run again (appended, never "
+                              "overwriting), optionally by the provider's batch API")
+    p.add_argument("run_dir", type=Path, help="the run folder")
+    p.add_argument("--judge", required=True, metavar="CONFIG_OR_MODEL",
+                   help="an experiment config (its [judge]), 'rubric', or provider:model")
+    p.add_argument("--cases", nargs="+", metavar="CASE_ID", help="only these case ids")
+    p.add_argument("--repeat", type=int, default=1, help="judge each case K times (flip rate)")
+    p.add_argument("--batch", action="store_true",
+                   help="send every pending judge request through the provider's batch API")
+    p.add_argument("--primary", action="store_true",
+                   help="make these judgments the ones exports and summaries use")
+    p.add_argument("--no-export", action="store_true", help="do not rebuild the exports")
+    p.set_defaults(handler=_judge)
+
+
+def build_judge(value: str, env=None):
+    """The `Judge` that `--judge` names."""
+    from parquet_agent.experiment import build_model_or_judge
+    from parquet_agent.judge import Judge
+    from parquet_agent.models.spec import ModelSpec, load_model_specs, validate_model
+
+    path = Path(value)
+    if path.suffix == ".toml":
+        if not path.is_file():
+            raise UsageError(f"--judge {value}: no such config file")
+        _, spec = load_model_specs(path)
+        if spec is None:
+            raise UsageError(f"--judge {value}: the config has no [judge] table")
+    elif value == "rubric":
+        spec = ModelSpec(name="rubric", provider="rubric", model="rubric")
+    elif ":" in value and value.split(":", 1)[0] in KEY_VARIABLES:
+        provider, model = value.split(":", 1)
+        spec = validate_model(ModelSpec(name=model.replace("/", "-").replace(":", "-"),
+                                        provider=provider, model=model,
+                                        api_key_env=KEY_VARIABLES[provider]),
+                              "--judge", judge=True)
+    else:
+        raise UsageError(f"--judge {value!r}: give an experiment config (.toml), 'rubric', or "
+                         f"provider:model with provider one of {', '.join(KEY_VARIABLES)}")
+    return Judge(build_model_or_judge(spec, env), context_tokens=spec.context_tokens)
+
+
+def _judge(args: argparse.Namespace) -> int:
+    from parquet_agent.store.runstore import RunStore
+
+    judge = build_judge(args.judge)
+    run_dir = args.run_dir.resolve()
+    with RunStore(run_dir.parent).open(run_dir, writable=True) as run:
+        result = run.rejudge(judge, cases=args.cases, repeat=args.repeat, batch=args.batch,
+                             primary=args.primary)
+    print(f"judging {result.judging}: {len(result.judged)} judged now, {result.already} before")
+    for key, why in list(result.pending.items())[:20]:
+        print(f"  pending {key}: {why}")
+    for cid, why in list(result.skipped.items())[:20]:
+        print(f"  skipped {cid}: {why}")
+    if not args.no_export:
+        from parquet_agent.report.exporter import export_run
+
+        export_run(run_dir)
+        print(f"exports rebuilt: {run_dir / 'report.html'}")
+    return 1 if result.pending else 0

@@ -1,0 +1,228 @@
+"""Re-judging a saved run: judgments appended with their provenance, never overwriting.
+
+    result = rejudge(run, Judge(model), cases=None, repeat=1, batch=False)
+    appended_judgments(run.dir)     # case id -> every appended Judgment (all judgings)
+    set_primary(run, result.judging)
+
+A judging is one judge (model, settings, prompt version and hash) over cases of a run. Its
+judgments go to their own journal, so nothing already recorded changes (the case journals stay
+byte for byte as they were):
+
+    <run>/judgments/<judging>.json            schema_version, judging, judge provenance, created_at
+    <run>/judgments/<judging>.jsonl           judge_attempt and judgment events (the transcript's
+                                              codec and hash chain); each judgment names its
+                                              case_id, judging and repeat
+    <run>/judgments/<judging>.batches.jsonl   the batch ledger of `--batch` judgings
+    <run>/judgments/primary.json              which judging is primary (absent: the config's)
+    raw/<case>/rejudge-<judging>-rNN...       the judge's raw requests and responses
+
+The judge sees what the run's judge saw, rebuilt from the case journal: question, reference
+answer and gold evidence (`case_started`), the final answer (`case_finished`), every tool output
+as recorded; the cited spans' text and `answerable` come from the run's own judge request when
+the case was judged (no corpus read), else the spans are left unlooked-up (said in provenance).
+No agent is called. The judging id is the judge's name and a hash of its provenance, so the same
+judge again resumes its journal: a (case, repeat) already judged is never asked again; only a
+request in flight at a kill can be (one at a time); by batch, the ledger finds the batch id
+and fetches its results instead of paying again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+from parquet_agent.errors import RunError
+from parquet_agent.files import atomic_write_bytes, utc_now
+from parquet_agent.judge import Judge, JudgeInput, citations
+from parquet_agent.judge.batch import judge_in_batches
+from parquet_agent.models.batch import FileLedger, Polling
+from parquet_agent.store.journal import Journal, read_journal
+from parquet_agent.transcript import (CaseFinished, CaseStarted, JudgeAttempt, Judgment,
+                                      ToolCallEvent)
+from parquet_agent.transcript.rawview import judge_input, parse_record, wire_body
+
+if TYPE_CHECKING:
+    from parquet_agent.judge import Verdict
+    from parquet_agent.store.run import Run
+
+JUDGMENTS_DIR = "judgments"
+PRIMARY_FILE = "primary.json"
+RUN_JUDGE = "run"  # the name of the run's own judgments (the config's judge)
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class JudgingResult:
+    judging: str
+    judged: tuple[str, ...] = ()  # "<case>#<repeat>" judged by this call
+    already: int = 0  # judged before this call (a resume)
+    pending: dict[str, str] = field(default_factory=dict)  # "<case>#<repeat>" -> why not
+    skipped: dict[str, str] = field(default_factory=dict)  # case -> why it has nothing to judge
+
+
+def judging_id(judge: Judge) -> str:
+    provenance = json.dumps({**judge.provenance(), "context_tokens": judge.context_tokens,
+                             "max_attempts": judge.max_attempts}, sort_keys=True)
+    slug = re.sub(r"[^A-Za-z0-9.-]+", "-", judge.model.name).strip("-") or "judge"
+    return f"{slug}-{hashlib.sha256(provenance.encode()).hexdigest()[:8]}"
+
+
+def case_input(run: Run, case_id: str) -> tuple[JudgeInput | None, str | None, dict[str, Any]]:
+    """(input, why there is none, provenance notes) for one saved case."""
+    events = run.case_events(case_id)
+    started = next((e.payload for e in events if isinstance(e.payload, CaseStarted)), None)
+    finished = [e.payload for e in events if isinstance(e.payload, CaseFinished)]
+    if started is None or not finished or finished[-1].answer is None:
+        status = finished[-1].status if finished else "unfinished"
+        return None, f"no final answer to judge (status {status})", {}
+    evidence = tuple({"call_id": p.call_id, "name": p.name, "arguments": p.arguments,
+                      "output": p.output if p.ok else {"error": p.error_message}}
+                     for p in (e.payload for e in events) if isinstance(p, ToolCallEvent))
+    own = [e.payload for e in events if isinstance(e.payload, Judgment) and e.payload.request_path]
+    original = _original_input(run, own[-1].request_path) if own else None
+    notes: dict[str, Any] = {}
+    spans = tuple((original or {}).get("cited_spans") or ())
+    if original is None and citations(finished[-1].answer):
+        notes["cited_spans"] = "not looked up: the case has no earlier judge request to take them from"
+    answer = finished[-1].answer
+    return JudgeInput(
+        question=started.question or "", candidate_answer=answer,
+        reference_answer=started.reference_answer or "",
+        gold_evidence=tuple(started.gold_evidence or ()), tool_evidence=evidence,
+        cited_spans=spans, answerable=bool((original or {}).get("answerable", True))), None, notes
+
+
+def _original_input(run: Run, path: str) -> dict[str, Any] | None:
+    try:
+        return judge_input(wire_body(parse_record(path, run.read_raw(path))))
+    except (RunError, OSError, KeyError, ValueError):
+        return None
+
+
+def rejudge(run: Run, judge: Judge, *, cases: Iterable[str] | None = None, repeat: int = 1,
+            batch: bool = False, primary: bool = False,
+            polling: Polling = Polling()) -> JudgingResult:
+    """Judge `cases` (default: every case with a final answer) `repeat` times; see the module
+    docstring. `run` must be writable. Raises RunError for an unknown case id."""
+    if not run.writable:
+        raise RunError(f"{run.dir}: open the run writable to re-judge it")
+    if repeat < 1:
+        raise ValueError(f"repeat must be at least 1, got {repeat}")
+    jid = judging_id(judge)
+    folder = run.dir / JUDGMENTS_DIR
+    folder.mkdir(exist_ok=True)
+    info = folder / f"{jid}.json"
+    if not info.exists():
+        atomic_write_bytes(info, json.dumps({
+            "schema_version": SCHEMA_VERSION, "judging": jid, "run_id": run.run_id,
+            "judge": judge.provenance(), "batch": batch, "created_at": utc_now()},
+            indent=1).encode())
+    journal = Journal(folder / f"{jid}.jsonl")
+    try:
+        return _judge_cases(run, judge, jid, journal, cases, repeat, batch, primary, polling)
+    finally:
+        journal.close()
+
+
+def _judge_cases(run, judge, jid, journal, cases, repeat, batch, primary, polling):
+    known = set(run.case_ids())
+    wanted = list(cases) if cases is not None else sorted(known)
+    unknown = [c for c in wanted if c not in known]
+    if unknown:
+        raise RunError(f"{run.dir}: no such case(s): {', '.join(unknown[:5])}")
+    done = {(j.case_id, j.repeat) for j in _judgments(journal.path)}
+    todo: dict[str, tuple[str, int, JudgeInput, dict[str, Any]]] = {}
+    skipped: dict[str, str] = {}
+    for cid in wanted:
+        inp, why, notes = case_input(run, cid)
+        if inp is None:
+            skipped[cid] = why
+            continue
+        for k in range(1, repeat + 1):
+            if (cid, k) not in done:
+                todo[f"{cid}/rejudge-{jid}-r{k:02d}"] = (cid, k, inp, notes)
+    pending: dict[str, str] = {}
+    judged: list[str] = []
+    if batch:
+        verdicts, waiting = judge_in_batches(
+            judge, {label: t[2] for label, t in todo.items()}, run.raw,
+            FileLedger(run.dir / JUDGMENTS_DIR / f"{jid}.batches.jsonl"), polling=polling,
+            name=jid)
+        journal.append_many([e for label, v in verdicts.items()
+                             for e in _events(v, jid, *todo[label][:2], todo[label][3])])
+        judged = [f"{todo[label][0]}#{todo[label][1]}" for label in verdicts]
+        pending = {f"{todo[label][0]}#{todo[label][1]}": why for label, why in waiting.items()}
+    else:
+        for label, (cid, k, inp, notes) in todo.items():
+            verdict = judge.judge(inp, sink=run.raw, label=label)
+            journal.append_many(_events(verdict, jid, cid, k, notes))
+            judged.append(f"{cid}#{k}")
+    if primary:
+        set_primary(run, jid)
+    return JudgingResult(jid, tuple(judged), len(done), pending, skipped)
+
+
+def _events(verdict: Verdict, jid: str, case_id: str, repeat: int,
+            notes: dict[str, Any]) -> list[Any]:
+    provenance = {**verdict.provenance, "judging": jid, "judged_at": utc_now(), **notes}
+    return [*(JudgeAttempt(label=a.label, attempt=a) for a in verdict.attempts),
+            Judgment(judge=verdict.provenance.get("judge", jid),
+                     correctness=verdict.correctness,
+                     citation_support=verdict.citation_support, rationale=verdict.rationale,
+                     scored=verdict.scored, unscored_reason=verdict.unscored_reason,
+                     request_path=verdict.request_path, response_path=verdict.response_path,
+                     checks=verdict.checks, provenance=provenance, verdict=verdict.verdict,
+                     case_id=case_id, judging=jid, repeat=repeat)]
+
+
+def _judgments(path: Path) -> list[Judgment]:
+    if not path.exists():
+        return []
+    return [e.payload for e in read_journal(path).events if isinstance(e.payload, Judgment)]
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+def judgings(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """Judging id -> its info file, for every judging of the run."""
+    folder = Path(run_dir) / JUDGMENTS_DIR
+    if not folder.is_dir():
+        return {}
+    return {p.stem: json.loads(p.read_text(encoding="utf-8"))
+            for p in sorted(folder.glob("*.json")) if p.name != PRIMARY_FILE}
+
+
+def appended_judgments(run_dir: Path) -> dict[str, list[Judgment]]:
+    """Case id -> every appended judgment, judging by judging, in journal order."""
+    out: dict[str, list[Judgment]] = {}
+    for jid in judgings(run_dir):
+        for j in _judgments(Path(run_dir) / JUDGMENTS_DIR / f"{jid}.jsonl"):
+            if j.case_id:
+                out.setdefault(j.case_id, []).append(j)
+    return out
+
+
+def primary_judging(run_dir: Path) -> str | None:
+    """The primary judging's id; None: the run's own judge (the config's)."""
+    path = Path(run_dir) / JUDGMENTS_DIR / PRIMARY_FILE
+    if not path.exists():
+        return None
+    value = json.loads(path.read_text(encoding="utf-8")).get("judging")
+    return None if value in (None, RUN_JUDGE) else value
+
+
+def set_primary(run: Run, judging: str | None) -> None:
+    """Make `judging` primary (None or "run": the config's judge again)."""
+    if judging not in (None, RUN_JUDGE) and judging not in judgings(run.dir):
+        raise RunError(f"{run.dir}: no judging {judging!r}; known: "
+                       f"{', '.join(judgings(run.dir)) or 'none'}")
+    folder = run.dir / JUDGMENTS_DIR
+    folder.mkdir(exist_ok=True)
+    atomic_write_bytes(folder / PRIMARY_FILE, json.dumps(
+        {"schema_version": SCHEMA_VERSION, "judging": judging or RUN_JUDGE,
+         "set_at": utc_now()}).encode())
