@@ -65,9 +65,18 @@ def _fmt(value: Any, digits: int = 1) -> str:
     return str(value)
 
 
+def _verdict_rates(g: dict[str, Any]) -> str:
+    """"83% / 12% / 5%" of the cases judged with a verdict; "—" before judge-v2."""
+    rates = [g.get(f"{v}_rate") for v in ("correct", "incorrect", "abstained")]
+    if any(r is None for r in rates):
+        return "—"
+    return " / ".join(f"{100 * r:.0f}%" for r in rates)
+
+
 def _summary_table(summary: dict[str, Any]) -> str:
     head = ("model", "strategy", "cases", "complete", "incomplete", "failed", "scored",
-            "correctness (95% CI)", "citation support (95% CI)", "tool calls", "tool errors",
+            "correctness (95% CI)", "correct / incorrect / abstained",
+            "abstained on answerable", "citation support (95% CI)", "tool calls", "tool errors",
             "known USD", "cases w/ unknown cost", "p50 ms", "p95 ms")
     out = []
     mode = str(summary.get("sandbox_mode") or "")
@@ -90,6 +99,7 @@ def _summary_table(summary: dict[str, Any]) -> str:
         cells = (
             g["model"], g["strategy"], g["cases"], g["complete"], g["incomplete"], g["failed"],
             g["scored"], f"{_fmt(c['mean'])} [{_fmt(c['low'])}, {_fmt(c['high'])}]",
+            _verdict_rates(g), _fmt(g.get("abstained_answerable")),
             f"{_fmt(s['mean'])} [{_fmt(s['low'])}, {_fmt(s['high'])}]",
             g["tool_counts"]["processed"], g["tool_counts"]["errors"],
             _fmt(g["cost_usd_known"], 4), g["cases_with_unknown_cost"],
