@@ -25,7 +25,6 @@ import json
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -35,38 +34,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from parquet_agent.experiment import Experiment  # noqa: E402
+from parquet_agent.memory import TreeMemory  # noqa: E402
 from parquet_agent.corpus.sample import ensure_sample  # noqa: E402
 from parquet_agent.models.fakes import openai_server  # noqa: E402
 from tests.engine.grid import GridScript, write_config  # noqa: E402
-
-
-class _Peak:
-    """Peak PSS of this process tree plus `extra()` processes, sampled every 0.5 s."""
-
-    def __init__(self, extra=lambda: []):
-        self.extra, self.peak = extra, 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-
-    def _loop(self):
-        while not self._stop.wait(0.5):
-            me = psutil.Process()
-            procs = {p.pid: p for p in [me, *me.children(recursive=True), *self.extra()]}
-            total = 0
-            for p in procs.values():
-                try:
-                    total += p.memory_full_info().pss
-                except psutil.Error:
-                    continue
-            self.peak = max(self.peak, total)
 
 
 def _q(values: list[float], p: float) -> float | None:
@@ -119,7 +90,7 @@ def _run(corpus: Path, work: Path, name: str, latency: float, engine: str, case_
                                           f'sample = {{ n = {questions}, seed = 7 }}')
         config.write_text(text)
         t0 = time.perf_counter()
-        with _Peak(extra) as peak:
+        with TreeMemory(0.5, extra) as peak:
             run = Experiment.from_toml(config, env={"FAKE_OPENAI_KEY": "sk-bench"},
                                        progress=False).run(work / "runs" / name)
         wall = time.perf_counter() - t0

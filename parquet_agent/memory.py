@@ -20,9 +20,11 @@ class TreeMemory:
     pages with their fork server, and summing RSS would count those pages once per process.
     """
 
-    def __init__(self, interval_s: float = 0.2):
+    def __init__(self, interval_s: float = 0.2, extra=lambda: ()):
+        """`extra()` names more processes to count (e.g. a Ray cluster's, not our children)."""
         self.peak = 0
         self._interval = interval_s
+        self._extra = extra
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="tree-memory", daemon=True)
 
@@ -34,10 +36,18 @@ class TreeMemory:
         self._thread.join(timeout=2)
         self._sample()
 
+    def __enter__(self) -> TreeMemory:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def _sample(self) -> None:
         me = psutil.Process()
+        procs = {p.pid: p for p in [me, *me.children(recursive=True), *self._extra()]}
         total = 0
-        for proc in [me, *me.children(recursive=True)]:
+        for proc in procs.values():
             try:
                 total += _pss(proc)
             except psutil.Error:
