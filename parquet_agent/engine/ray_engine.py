@@ -256,7 +256,7 @@ class RayEngine:
             if cid in run.completed_cases():
                 # the node died after its case_finished was durable: the case is done, and a
                 # re-run would finish it a second time
-                return {"cost": 0.0, "wall_ms": 0.0, "write_ms": 0.0}
+                return {"cost": 0.0, "wall_ms": 0.0, "write_ms": []}
             store.apply(("append", cid, lease, ([CaseFailed(
                 "NodeLost", f"node {node.label} was lost mid-case ({type(exc).__name__}); the "
                 "case is re-run on another node from its journal", True)],)))
