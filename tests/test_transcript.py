@@ -22,7 +22,7 @@ from parquet_agent.transcript import (
     encode_line,
     plain,
 )
-from parquet_agent.transcript.codec import check_line
+from parquet_agent.transcript.codec import check_line, unrecorded
 from tests.store.store_fixtures import make_attempt, make_reply
 
 
@@ -117,3 +117,22 @@ def test_payloads_are_typed_records_not_dicts():
         ModelTurn(turn=1, label="l", request_path=None, response_path=None, reply={"text": "x"})
     with pytest.raises(ValueError, match="role"):
         ModelAttempt("l", make_attempt(), role="other")
+
+
+def test_a_usage_field_the_journal_did_not_record_stays_absent_not_null(tmp_path):
+    """Schema 1 predates `cache_write_tokens`: the attempt reads it as None (figures count
+    nothing) but writes back without the key, so "not recorded" stays apart from null."""
+    old = plain(make_attempt("c/turn-01"))
+    del old["usage"]["cache_write_tokens"]
+    path = tmp_path / "c.jsonl"
+    path.write_text(_v1("model_attempt", 0, label="c/turn-01", attempt=old) + "\n")
+    attempt = read_journal(path).events[0].payload.attempt
+    assert attempt.usage.cache_write_tokens is None
+    assert unrecorded(attempt.usage) == {"cache_write_tokens"}
+    assert plain(attempt)["usage"] == old["usage"]  # as recorded: no key, not a null
+    assert attempt == make_attempt("c/turn-01")  # the same value: absence is not compared
+    rewritten = json.loads(encode_line(ModelAttempt("c/turn-01", attempt), at="t", seq=0,
+                                       prev="")[0])
+    assert rewritten["attempt"]["usage"] == old["usage"]
+    assert unrecorded(make_attempt("c/turn-01").usage) == frozenset()
+    assert "cache_write_tokens" in plain(make_attempt("c/turn-01"))["usage"]  # written now

@@ -84,6 +84,28 @@ def _tool_call(d: dict[str, Any]) -> ToolCall:
                     arguments_error=d.get("arguments_error"))
 
 
+_UNRECORDED = "_unrecorded"  # an instance attribute, not a field: never compared, never in asdict
+_USAGE_FIELDS = frozenset(f.name for f in fields(Usage))
+
+
+def usage_from_dict(d: dict[str, Any] | None) -> Usage:
+    """A `Usage` from its JSON form. A field the journal did not record (a line written before
+    the field existed: schema 1 has no `cache_write_tokens`) reads as None like one the provider
+    did not report, but the record remembers it was absent (`unrecorded`), so `plain` writes
+    it back without the key and "not recorded" stays apart from null."""
+    d = d or {}
+    usage = Usage(**d)
+    missing = _USAGE_FIELDS.difference(d)
+    if missing:
+        object.__setattr__(usage, _UNRECORDED, frozenset(missing))  # frozen: set it as init would
+    return usage
+
+
+def unrecorded(record: Any) -> frozenset[str]:
+    """The fields of a record read from a journal that the journal did not record."""
+    return vars(record).get(_UNRECORDED, frozenset())
+
+
 def reply_from_dict(d: dict[str, Any]) -> Reply:
     """A `Reply` from its JSON form (nested records included)."""
     message = d.get("message") or {}
@@ -94,7 +116,7 @@ def reply_from_dict(d: dict[str, Any]) -> Reply:
         response_id=d.get("response_id"),
         model=d.get("model"),
         provider=d.get("provider"),
-        usage=Usage(**(d.get("usage") or {})),
+        usage=usage_from_dict(d.get("usage")),
         message=AssistantMessage(
             text=message.get("text"),
             tool_calls=tuple(_tool_call(c) for c in message.get("tool_calls") or ()),
@@ -120,7 +142,7 @@ def attempt_from_dict(d: dict[str, Any]) -> Attempt:
         if name in _ATTEMPT_TUPLES and isinstance(value, list):
             value = tuple(value)
         values[name] = value
-    values["usage"] = Usage(**(d.get("usage") or {}))
+    values["usage"] = usage_from_dict(d.get("usage"))
     values["cost"] = Cost(**(d.get("cost") or {"usd": None, "source": "unknown"}))
     return Attempt(**values)
 
@@ -137,11 +159,15 @@ def plain(record: Any) -> Any:
 
     `dataclasses.asdict` would do, but it deep-copies every leaf: ten times slower on the
     thousands of events an export reads. The records here are plain frozen dataclasses (no
-    slots, no init=False fields), so `vars()` holds exactly their fields, in order."""
+    slots, no init=False fields), so `vars()` holds exactly their fields, in order; less the
+    fields a journal did not record (`usage_from_dict`), so a record reads back as written."""
     if type(record) in _LEAVES:
         return record
     if hasattr(record, "__dataclass_fields__"):
         record = vars(record)
+        if _UNRECORDED in record:
+            left_out = record[_UNRECORDED] | {_UNRECORDED}
+            record = {k: v for k, v in record.items() if k not in left_out}
     if isinstance(record, dict):
         return {k: v if type(v) in _LEAVES else plain(v) for k, v in record.items()}
     if isinstance(record, (list, tuple)):
