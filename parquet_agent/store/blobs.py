@@ -34,14 +34,17 @@ New data, recipe and CRC go out in one `write` + `fdatasync`, so a crash leaves 
 record at the end of a pack; readers skip it and opening the store for writing moves it to
 `<pack>.torn`. Names are immutable: the same name with the same bytes returns the same path; with
 other bytes (e.g. a resumed run redoing an attempt) the body is stored as `<name>~2`, `~3`, ...
-`verify()` decodes every record and checks every body against its hash; it never repairs.
+`verify()` decodes every record and checks every body against its hash; it never writes.
 
-Damage stays local where the format allows: a record whose bytes fail their CRC is marked
-damaged and the scan goes on (its recipe still names it); a record whose recipe is lost is
-skipped by its lengths, and after unreadable header bytes the scan finds the next whole record.
-What cannot be read is exactly what depends on the damaged bytes: the bodies that reuse chunks
-of the damaged record, and the later records of the same case, whose compression window starts
-from it. `verify()` names each such body; every other body reads.
+One flipped bit anywhere in a record (kind, lengths, CRC, recipe or data) costs nothing: the
+CRC's syndrome names the bit (`packformat.repair_record`), the scan undoes it in memory, every
+body reads as written (those reusing its chunks and the case's later records included) and
+`verify()` names the record as repaired; the file stays as found. More damage stays local where
+the format allows: a record failing its CRC is marked damaged and the scan goes on (its recipe
+still names it); a record whose recipe is lost is skipped by its lengths; after unreadable
+header bytes the scan finds the next whole record. What cannot be read is what depends on the
+damaged bytes: bodies reusing its chunks, the case's later records (their compression window
+starts from it). `verify()` names each such body; every other body reads.
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ from parquet_agent.store.packformat import (  # noqa: F401  (split_chunks, RAW_D
     parse_meta,
     next_record,
     record_meta,
+    repair_record,
     starts_record,
     deflate_dictionary,
     split_chunks,
@@ -114,6 +118,8 @@ class _Pack:
         self.by_digest: dict[bytes, int] | None = None  # built on demand (writers)
         self.problems: list[str] = []
         self.damaged: set[int] = set()  # records whose bytes fail their CRC or were lost
+        self.repaired: list[str] = []  # records read whole after undoing one flipped bit
+        self.fixed: dict[int, bytes] = {}  # their stored bytes, as repaired
         self.good_end = 0  # end of the last whole, valid record
         self.torn_tail = False
         self._decoded: OrderedDict[int, bytes] = OrderedDict()
@@ -134,11 +140,18 @@ class _Pack:
             kind, meta_len, data_len, crc = HEADER.unpack_from(data, pos)
             meta_at = pos + HEADER.size
             end = meta_at + meta_len + data_len
+            ok = kind == b"B" and end <= len(data) and zlib.crc32(data[meta_at:end]) == crc
+            flipped = None if ok else repair_record(data, pos)
+            if flipped is not None:  # one flipped bit: undo it here, say so in `repaired`
+                data = bytearray(data)
+                data[flipped >> 3] ^= 1 << (flipped & 7)
+                kind, meta_len, data_len, crc = HEADER.unpack_from(data, pos)
+                end, ok = meta_at + meta_len + data_len, True
             if end > len(data):
                 self.torn_tail = True
                 break
-            ok = kind == b"B" and zlib.crc32(data[meta_at:end]) == crc
             meta = parse_meta(data[meta_at:meta_at + meta_len]) if kind == b"B" else None
+            ok = ok and meta is not None  # a whole record always carries a recipe
             if not ok and end == len(data):  # a torn last write may leave garbage of full length
                 self.torn_tail = True
                 break
@@ -165,6 +178,9 @@ class _Pack:
                 self.good_end = base + pos
                 continue
             number = self._add(meta, base + meta_at + meta_len, data_len)
+            if flipped is not None:
+                self._repaired(number, meta["n"], base + pos, flipped - 8 * pos, meta_len,
+                               bytes(data[meta_at + meta_len:end]))
             if not ok:  # the recipe reads but the stored bytes do not match their CRC
                 self.damaged.add(number)
                 self.problems.append(f"{self.path.name}: record at byte {base + pos} "
@@ -174,6 +190,19 @@ class _Pack:
                     end = found if found is not None else len(data)
             pos = end
             self.good_end = base + pos
+
+    def _repaired(self, number: int, name: str, at: int, bit: int, meta_len: int,
+                  stored: bytes) -> None:
+        """Record `number` (at byte `at` of the pack) read whole once bit `bit` (counted from
+        the record's first byte) was flipped back: keep its stored bytes as repaired."""
+        byte = bit >> 3
+        part = ("header" if byte < HEADER.size - 4 else "CRC" if byte < HEADER.size
+                else "recipe" if byte < HEADER.size + meta_len else "data")
+        self.fixed[number] = stored
+        self.repaired.append(
+            f"{self.path.name}: record at byte {at} ({RAW_DIR}/{name}) had one flipped bit "
+            f"(byte {at + byte}, in its {part}): repaired on read, every body reads; the file "
+            "on disk is still damaged (restore it from a copy)")
 
     def _resync(self, meta: dict | None, lost: int) -> None:
         """After unreadable bytes, number the chunks as the next whole record expects: its new
@@ -236,7 +265,7 @@ class _Pack:
         if number in self.damaged:
             raise ValueError(f"record {number} is damaged")
         rec = self.records[number]
-        stored = os.pread(fd, rec.data_length, rec.data_offset)
+        stored = self.fixed.get(number) or os.pread(fd, rec.data_length, rec.data_offset)
         if rec.codec == CODEC_RAW:
             data = stored
         elif rec.codec == CODEC_DEFLATE:
@@ -421,7 +450,7 @@ class RawStore:
         for name in _PACKS.values():
             fresh = _Pack(self.dir / name)
             fresh.scan()
-            problems += fresh.problems
+            problems += fresh.problems + fresh.repaired
             if not fresh.path.exists():
                 continue
             with _ReadFd(fresh.path) as fd:

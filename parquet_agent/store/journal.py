@@ -26,7 +26,6 @@ The run journal `journal/_run.jsonl` holds `run_started`, `model_attempt` (healt
 
 from __future__ import annotations
 
-import gzip
 import json
 import threading
 import zlib
@@ -41,6 +40,7 @@ from parquet_agent.files import (
     truncate_torn_tail,
     utc_now,
 )
+from parquet_agent.store.sealing import seal, unseal
 from parquet_agent.transcript import Event, decode_line, encode, encode_line, upgrade
 from parquet_agent.transcript.codec import CHAINED, SCHEMA_VERSION, check_line, stored_chain
 
@@ -145,11 +145,13 @@ def read_journal(path: str | Path) -> JournalRead:
         raw = path.read_bytes()
     elif sealed_path(path).exists():
         try:
-            raw = gzip.decompress(sealed_path(path).read_bytes())
+            raw, repaired = unseal(sealed_path(path).read_bytes())
         except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError
             raw, problem = _salvage_gzip(sealed_path(path).read_bytes())
+            repaired = f"the compressed file is damaged ({exc}); {problem}"
+        if repaired is not None:
             parsed = _parse(path, raw)
-            damage = f"{sealed_path(path).name}: the compressed file is damaged ({exc}); {problem}"
+            damage = f"{sealed_path(path).name}: {repaired}"
             return JournalRead(tuple(parsed.events), None, path, (damage, *parsed.damaged),
                                parsed.head, parsed.lines, tuple(parsed.chains))
     else:
@@ -192,7 +194,7 @@ class Journal:
         sealed = sealed_path(self.path)
         if sealed.exists():
             if not self.path.exists():
-                atomic_write_bytes(self.path, gzip.decompress(sealed.read_bytes()))
+                atomic_write_bytes(self.path, unseal(sealed.read_bytes())[0])
             sealed.unlink()
             fsync_dir(self.path.parent)
         parsed = _Parsed()
@@ -242,14 +244,14 @@ class Journal:
         return self._prev
 
     def seal(self) -> None:
-        """Store the journal gzip-compressed (`.jsonl.gz`) and close it."""
+        """Store the journal gzip-compressed (`.jsonl.gz`, see `store.sealing`) and close it."""
         with self._lock:
             if self._out is None:
                 return
             self._out.close()
             self._out = None
             data = self.path.read_bytes()
-            atomic_write_bytes(sealed_path(self.path), gzip.compress(data, 9, mtime=0))
+            atomic_write_bytes(sealed_path(self.path), seal(data))
             # no fsync after the unlink: if it is lost in a crash, both files exist and the
             # plain one wins, with the same lines
             self.path.unlink()

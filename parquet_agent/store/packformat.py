@@ -12,6 +12,8 @@ import re
 import struct
 import zlib
 
+from parquet_agent.store.bitflip import flip_bit, locate_flip
+
 RAW_DIR = "raw"
 META_PREFIX = "meta/"
 HEADER = struct.Struct(">cIII")
@@ -123,3 +125,45 @@ def next_record(data: bytes, start: int) -> int | None:
 
 def group_of_name(name: str) -> str:
     return name.split("/", 1)[0]
+
+
+def _fits(data: bytes | bytearray, end: int) -> bool:
+    """Whether a record may end at `end`: the pack ends there, a whole record follows, or
+    only a torn last write does."""
+    if end > len(data):
+        return False
+    if end == len(data) or starts_record(data, end):
+        return True
+    if len(data) - end < HEADER.size:
+        return True
+    _, meta_len, data_len, _ = HEADER.unpack_from(data, end)
+    return end + HEADER.size + meta_len + data_len > len(data)
+
+
+def repair_record(data: bytes | bytearray, pos: int) -> int | None:
+    """The bit of `data` (`8 * byte + k`) whose flip makes the record at `pos` whole (its CRC
+    matching, its recipe reading), or None when no single flipped bit does. A bit in the recipe,
+    the stored data or the CRC is named by the CRC's syndrome (`bitflip.locate_flip`); a bit in
+    the kind byte or a length is found by trying each of the header's bits (the recipe must
+    read: the CRC covers recipe and data together, so a length moved by as much as the other
+    one was not changes nothing it covers)."""
+    kind, meta_len, data_len, crc = HEADER.unpack_from(data, pos)
+    body_at = pos + HEADER.size
+    end = body_at + meta_len + data_len
+    if kind == b"B" and end <= len(data):
+        bit = locate_flip(memoryview(data)[body_at:end], crc)
+        if bit is not None and bit >= 8 * (end - body_at):  # the stored CRC (big-endian)
+            k = bit - 8 * (end - body_at)
+            return 8 * (body_at - 1 - k // 8) + k % 8
+        if bit is not None:
+            meta = bytes(data[body_at:body_at + meta_len])
+            if parse_meta(flip_bit(meta, bit) if bit < 8 * meta_len else meta) is not None:
+                return 8 * body_at + bit
+    header = bytes(data[pos:body_at])
+    for bit in range(8 * HEADER.size):
+        kind, meta_len, data_len, crc = HEADER.unpack(flip_bit(header, bit))
+        end = body_at + meta_len + data_len
+        if (kind == b"B" and _fits(data, end) and zlib.crc32(data[body_at:end]) == crc
+                and parse_meta(data[body_at:body_at + meta_len]) is not None):
+            return 8 * pos + bit
+    return None

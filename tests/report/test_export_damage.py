@@ -2,7 +2,12 @@
 marked (case record, summary.json, report.html, provenance), the rest shows as recorded, and
 `parquet-agent export` exits 1 (or 0 with `--on-damage warn`) after a loud warning. It used to
 crash with a traceback (a flipped bit in a gzipped journal), refuse the whole run (a flipped
-bit in the raw pack) or exit 0 without a word (a deleted journal line)."""
+bit in the raw pack) or exit 0 without a word (a deleted journal line).
+
+One flipped bit anywhere (a raw record's header, recipe or data, shared with other cases or not;
+a sealed journal) is repaired on read: the export marks exactly the case whose record was hit
+and every case record reads as recorded. Before, a bit in a record whose chunks other cases
+reuse marked (and cost the raw trail of) every one of those cases."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ import pytest
 
 from parquet_agent.store.blobs import _Pack
 from tests.report.conftest import fresh_copy
+from tests.store.damage import SITES, damage_site, flip
 
 
 def _export(run_dir, *extra):
@@ -59,9 +65,9 @@ def _flip_raw(run_dir, case):
     pack_path = run_dir / "raw" / "bodies.pack"
     pack = _Pack(pack_path)
     pack.scan()
-    # a record of the case whose new chunks no other case reuses: a record holding chunks that
-    # others reuse (the system prompt, an identical judge reply) costs those bodies too, by
-    # design of the deduplicating store (blobs.py); verify names each of them
+    # two flipped bits (one is repaired: the test below) in a record of the case whose new
+    # chunks no other case reuses: a record holding chunks that others reuse (the system prompt,
+    # an identical judge reply) would cost those bodies too (blobs.py); verify names each
     from parquet_agent.store.packformat import expand_numbers
 
     names = list(pack.recipes)
@@ -79,11 +85,12 @@ def _flip_raw(run_dir, case):
     case = names[number].split("/", 1)[0]
     record = pack.records[number]
     _flip(pack_path, record.data_offset + record.data_length // 2)
+    _flip(pack_path, record.data_offset + record.data_length // 2 + 1)
     return case
 
 
 @pytest.mark.parametrize("damage", [_damage_gzip, _delete_line, _edit_judgment, _flip_raw],
-                         ids=["gzip bit", "deleted line", "edited judgment", "raw bit"])
+                         ids=["gzip bit", "deleted line", "edited judgment", "two raw bits"])
 def test_damaged_run_exports_with_the_damage_marked(offline_run, tmp_path, damage):
     run_dir = fresh_copy(offline_run, tmp_path)
     case = damage(run_dir, _first_case(run_dir)) or _first_case(run_dir)
@@ -95,8 +102,8 @@ def test_damaged_run_exports_with_the_damage_marked(offline_run, tmp_path, damag
     record = json.loads((run_dir / "cases" / f"{case}.json").read_text())
     assert record["integrity"]["ok"] is False and record["integrity"]["problems"]
     others = [p for p in (run_dir / "cases").glob("*.json") if p.stem != case]
-    if damage is not _flip_raw:  # a raw record may hold bytes other cases reuse (dedup): they
-        # are then damaged too, and marked, which the first asserts above already check
+    if damage is not _flip_raw:  # two bits in a raw record cost the case's later records too,
+        # which may hold bytes other cases reuse (dedup): those are then marked as well
         assert others and all("integrity" not in json.loads(p.read_text()) for p in others)
     assert 'id="integrity"' in (run_dir / "report.html").read_text()
     provenance = json.loads((run_dir / "case-export-provenance.json").read_text())
@@ -113,3 +120,26 @@ def test_an_intact_run_exports_clean(offline_run, tmp_path):
         "ok": True, "problems": [], "damaged_cases": []}
     heads = json.loads((run_dir / "case-export-provenance.json").read_text())["journal_heads"]
     assert all(len(h["head"]) == 32 for h in heads.values())
+
+
+@pytest.mark.parametrize("site", SITES)
+def test_one_flipped_bit_is_repaired_and_only_its_case_is_marked(offline_run, tmp_path, site):
+    run_dir = fresh_copy(offline_run, tmp_path)
+    where = damage_site(run_dir, site)
+    flip(where.path, where.bit)
+    done = _export(run_dir)
+    assert done.returncode == 1, (done.stdout, done.stderr[-3000:])
+    assert "Traceback" not in done.stderr and "repaired" in done.stderr, done.stderr[-3000:]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["integrity"]["damaged_cases"] == [where.case], summary["integrity"]
+    assert len(summary["integrity"]["problems"]) == 1, summary["integrity"]
+    for path in sorted((run_dir / "cases").glob("*.json")):
+        record = json.loads(path.read_text())
+        integrity = record.pop("integrity", None)
+        if path.stem == where.case:
+            assert integrity["ok"] is False and len(integrity["problems"]) == 1
+            assert where.record in integrity["problems"][0], integrity
+        else:
+            assert integrity is None, (path.stem, integrity)
+        # nothing was lost: the record reads as the run's own export of the intact folder
+        assert record == json.loads((offline_run / "cases" / path.name).read_text()), path.stem

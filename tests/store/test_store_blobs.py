@@ -75,7 +75,7 @@ def test_verify_finds_a_tampered_byte(tmp_path):
     store.close()
     pack = tmp_path / "raw" / "bodies.pack"
     data = bytearray(pack.read_bytes())
-    data[40] ^= 0x01  # inside the first record
+    data[40] ^= 0x03  # two bits inside the first record (one bit is repaired: test_store_tamper)
     pack.write_bytes(bytes(data))
     problems = RawStore(tmp_path, writable=False).verify()
     assert any("record at byte 0 is damaged" in p for p in problems), problems

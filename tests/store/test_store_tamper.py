@@ -1,9 +1,16 @@
 """Damage stays local and edits are evident (issue 14), on real run folders.
 
-- One flipped bit in `raw/bodies.pack` costs the record it hit and what depends on its bytes
-  (the case's later records, bodies reusing its chunks); `verify()` names every one of them and
-  every other body still reads (it used to make every later record unreadable).
-- A bit flipped in a sealed (gzipped) journal is a problem in `verify()`, never an exception.
+- One flipped bit anywhere in a real run folder (a raw record's header, recipe or data, whether
+  other cases reuse its chunks or not; a sealed journal) costs nothing: the CRC the record
+  already carries names the bit, the reader undoes it, every body and event reads byte for byte
+  as recorded, and `verify()` names exactly the record hit ("repaired"). Before, such a bit cost
+  the case's later records and every body of every case reusing the record's chunks (a bit in a
+  length cost every later record of the pack), or the sealed journal's lines after it.
+- Two flipped bits in one raw record cost that record and what depends on its bytes (the case's
+  later records, bodies reusing its chunks); `verify()` names every one of them and every other
+  body still reads (it used to make every later record unreadable).
+- A bit flipped in a journal sealed before the repair field (plain gzip) is a problem in
+  `verify()`, never an exception; the lines before it read.
 - An edited judgment or timestamp in a re-gzipped journal fails its line's chain; a journal whose
   whole chain was recomputed after an edit no longer matches the head the run journal recorded.
 """
@@ -17,7 +24,9 @@ import pytest
 
 from parquet_agent.store import RawStore, RunStore, read_journal
 from parquet_agent.store.blobs import _Pack
+from parquet_agent.store.packformat import HEADER, expand_numbers
 from parquet_agent.transcript.codec import frame_line
+from tests.store.damage import SITES, copy_run, damage_site, flip, make_demo_run
 from tests.store.store_fixtures import conversation_bodies, make_config, make_frozen
 from tests.store.test_store_run import play_case
 
@@ -36,8 +45,70 @@ def _store_of_20_cases(tmp_path):
     return paths
 
 
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    return make_demo_run(tmp_path_factory.mktemp("demo"))
+
+
+def _everything(run_dir):
+    """Every raw body and every journal's events of a run folder, as read back."""
+    store = RawStore(run_dir, writable=False)
+    bodies = {name: store.read(name) for name in store.names()}
+    events = {p.name: read_journal(p).events for p in (run_dir / "journal").iterdir()}
+    return bodies, events
+
+
+@pytest.mark.parametrize("site", SITES)
+def test_one_flipped_bit_anywhere_in_a_run_folder_costs_nothing_and_is_named(demo_run, tmp_path,
+                                                                              site):
+    run_dir = copy_run(demo_run, tmp_path)
+    where = damage_site(run_dir, site)
+    flip(where.path, where.bit)
+    report = RunStore(run_dir.parent).open(run_dir.name).verify()
+    assert not report.ok and len(report.problems) == 1, report.problems
+    assert where.record in report.problems[0] and "repaired" in report.problems[0], report.problems
+    assert _everything(run_dir) == _everything(demo_run)  # every body and event, as recorded
+    assert RunStore(run_dir.parent).open(run_dir.name).completed_cases() == set(
+        RunStore(demo_run.parent).open(demo_run.name).completed_cases())
+
+
+def test_every_bit_of_a_raw_record_and_of_a_sealed_journal_is_repaired(demo_run, tmp_path):
+    """Each bit of the header, one bit of each recipe byte and of every fifth data byte of a
+    record whose chunks other cases reuse; one bit of every seventh byte of a sealed journal."""
+    run_dir = copy_run(demo_run, tmp_path)
+    site = damage_site(run_dir, "pack data, chunks other cases reuse")
+    pack = _Pack(site.path)
+    pack.scan()
+    number = list(pack.recipes).index(site.record[len("raw/"):])
+    record = pack.records[number]
+    start = pack.records[number - 1].data_offset + pack.records[number - 1].data_length
+    bits = list(range(8 * start, 8 * (start + HEADER.size)))
+    bits += [8 * byte + byte % 8 for byte in range(start + HEADER.size, record.data_offset)]
+    bits += [8 * byte + byte % 8 for byte in range(record.data_offset,
+                                                   record.data_offset + record.data_length, 5)]
+    reused = next(n for n, r in pack.recipes.items() if not n.startswith(site.case)
+                  and any(pack.chunks[c][0] == number for c in expand_numbers(r["c"])))
+    intact, original = site.path.read_bytes(), RawStore(demo_run, writable=False)
+    expected = {name: original.read(name) for name in (site.record, reused)}
+    for bit in bits:
+        flip(site.path, bit)
+        store = RawStore(run_dir, writable=False)
+        assert {name: store.read(name) for name in expected} == expected, bit
+        problems = store.verify()
+        assert len(problems) == 1 and f"byte {bit >> 3}," in problems[0], (bit, problems)
+        site.path.write_bytes(intact)
+    journal = damage_site(run_dir, "sealed journal").path
+    sealed, lines = journal.read_bytes(), read_journal(journal).events
+    for byte in range(0, len(sealed), 7):
+        flip(journal, 8 * byte + byte % 8)
+        read = read_journal(journal)
+        assert read.events == lines and len(read.damaged) == 1, (byte, read.damaged)
+        assert f"byte {byte})" in read.damaged[0] and "repaired" in read.damaged[0]
+        journal.write_bytes(sealed)
+
+
 @pytest.mark.parametrize("part", ["data", "recipe", "header"])
-def test_one_flipped_bit_costs_only_what_depends_on_it(tmp_path, part):
+def test_two_flipped_bits_cost_only_what_depends_on_them(tmp_path, part):
     paths = _store_of_20_cases(tmp_path)
     pack_path = tmp_path / "raw" / "bodies.pack"
     pack = _Pack(pack_path)
@@ -49,6 +120,7 @@ def test_one_flipped_bit_costs_only_what_depends_on_it(tmp_path, part):
               "recipe": (start + 13 + record.data_offset) // 2,  # inside the recipe JSON
               "header": start + 7}[part]  # inside the 13-byte header's lengths
     _flip(pack_path, offset)
+    _flip(pack_path, offset + 1)  # one bit alone is repaired (the test above)
     reader = RawStore(tmp_path, writable=False)
     problems = reader.verify()
     unreadable = set()
@@ -81,6 +153,8 @@ def _lines(path):
 def test_a_bit_flipped_in_a_gzipped_journal_is_a_problem_not_an_exception(tmp_path):
     run_dir, case, other = _sealed_run(tmp_path)
     journal = run_dir / "journal" / f"{case}.jsonl.gz"
+    # sealed as before the repair field (plain gzip): such folders exist and must still read
+    journal.write_bytes(gzip.compress(gzip.decompress(journal.read_bytes()), 9, mtime=0))
     _flip(journal, len(journal.read_bytes()) // 2)
     report = RunStore(tmp_path).open("r1").verify()  # used to raise BadGzipFile
     assert not report.ok
