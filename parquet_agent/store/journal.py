@@ -40,6 +40,7 @@ from parquet_agent.files import (
     truncate_torn_tail,
     utc_now,
 )
+from parquet_agent.store.bitflip import flip_bit
 from parquet_agent.store.sealing import seal, unseal
 from parquet_agent.transcript import Event, decode_line, encode, encode_line, upgrade
 from parquet_agent.transcript.codec import CHAINED, SCHEMA_VERSION, check_line, stored_chain
@@ -94,6 +95,7 @@ def _parse(path: Path, raw: bytes) -> _Parsed:
     out = _Parsed()
     lines = raw.split(b"\n")
     tail = lines.pop()  # after the last "\n": empty for a clean file
+    lines, tail, out.damaged = _undo_flips(path.name, lines, tail)
     prev: str | None = ""
     for number, line in enumerate(lines, 1):
         event, why = _decode(line)
@@ -129,6 +131,84 @@ def _parse(path: Path, raw: bytes) -> _Parsed:
     out.events = upgrade(out.events)
     out.last_chain = prev or out.head or ""
     return out
+
+
+_REPAIR_MAX = 16 * 1024  # longer lines: only a newline turned into another byte is looked for
+_NEAR_NEWLINE = {0x0A ^ 1 << k: k for k in range(8)}  # byte -> the bit that makes it a newline
+
+
+def _undo_flips(name: str, lines: list[bytes], tail: bytes) -> tuple[list[bytes], bytes, list]:
+    """The lines (and torn tail) as written, where one flipped bit in a chained line (or in
+    the newline after it) explains why its chain fails: each candidate flip is checked against
+    the chain, which a wrong guess matches with probability 2^-128. Notes name each repair."""
+    out: list[bytes] = []
+    notes: list[str] = []
+    prev: str | None = ""
+    i = 0
+    while i < len(lines) or (i == len(lines) and tail):
+        line = lines[i] if i < len(lines) else tail
+        chain, problem = check_line(line, prev)
+        fixed = (None if problem is None or prev is None or _unchained(line)
+                 else _one_flip(lines, tail, i, prev))
+        if fixed is None:
+            if i == len(lines):
+                break  # the tail stays a torn write
+            out.append(line)
+            prev = chain if problem is None else stored_chain(line)
+            i += 1
+            continue
+        pieces, used, byte = fixed
+        notes.append(f"{name}: line {i + 1} had one flipped bit (its byte {byte}): repaired on "
+                     "read; the file on disk is still damaged (restore it from a copy)")
+        out += pieces
+        prev = stored_chain(pieces[-1])
+        if i + used > len(lines):
+            return out, b"", notes
+        i += used
+    return out, tail, notes
+
+
+def _unchained(line: bytes) -> bool:
+    """A line written before the chain (schema 1): nothing to check a repair against. (A line
+    that still ends in a chain was chained, whatever its damaged schema_version says.)"""
+    if stored_chain(line) is not None:
+        return False
+    event, _ = _decode(line)
+    return event is not None and event.schema_version < CHAINED
+
+
+def _one_flip(lines: list[bytes], tail: bytes, i: int, prev: str):
+    """(the lines line `i` was, how many stored lines they replace, the byte) or None."""
+    for candidate, used, byte in _candidates(lines, tail, i):
+        pieces, chain = candidate.split(b"\n"), prev
+        for piece in pieces:
+            chain, problem = check_line(piece, chain)
+            if problem is not None or chain is None:
+                break
+        else:
+            return pieces, used, byte
+    return None
+
+
+def _candidates(lines: list[bytes], tail: bytes, i: int):
+    """Line `i` (the tail when i == len(lines)) with one bit flipped, each way that can
+    matter: (candidate bytes, stored lines it replaces, the byte flipped)."""
+    if i == len(lines):  # a torn tail is whole only if its last byte was the newline
+        if tail[-1] in _NEAR_NEWLINE:
+            yield tail[:-1], 1, len(tail) - 1
+        return
+    line = lines[i]
+    following = lines[i + 1] if i + 1 < len(lines) else None
+    if following is not None:  # a flip made a newline: this line and the next were one
+        for k in range(8):
+            yield line + bytes([0x0A ^ 1 << k]) + following, 2, len(line)
+    if len(line) <= _REPAIR_MAX:
+        for bit in range(8 * len(line)):
+            yield flip_bit(line, bit), 1, bit >> 3
+        return
+    for at, byte in enumerate(line):  # only a newline that became another byte
+        if byte in _NEAR_NEWLINE:
+            yield flip_bit(line, 8 * at + _NEAR_NEWLINE[byte]), 1, at
 
 
 def sealed_path(path: Path) -> Path:

@@ -18,7 +18,7 @@ from parquet_agent.store.packformat import HEADER, expand_numbers
 
 SITES = ("pack kind byte", "pack length, high bit", "pack length, low bit", "pack CRC",
          "pack recipe", "pack data, chunks other cases reuse", "pack data, chunks no one reuses",
-         "sealed journal")
+         "sealed journal", "run journal, a newline")
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Site:
     path: Path
     bit: int
     record: str  # what verify() must name: "raw/<name>" or the journal's file name
-    case: str
+    case: str | None  # the case whose record it is (None: the run's own journal)
 
 
 def flip(path: Path, bit: int) -> None:
@@ -41,6 +41,10 @@ def damage_site(run_dir: Path, site: str) -> Site:
         journal = sorted((run_dir / "journal").glob("*__*.jsonl.gz"))[0]
         case = journal.name[: -len(".jsonl.gz")]
         return Site(journal, 8 * (journal.stat().st_size // 2) + 4, journal.name, case)
+    if site == "run journal, a newline":  # two lines would read as one (a plain journal)
+        journal = run_dir / "journal" / "_run.jsonl"
+        newline = journal.read_bytes().index(b"\n", journal.stat().st_size // 2)
+        return Site(journal, 8 * newline + 4, journal.name, None)
     pack_path = run_dir / "raw" / "bodies.pack"
     pack = _Pack(pack_path)
     pack.scan()

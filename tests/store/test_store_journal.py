@@ -141,3 +141,31 @@ def test_append_many_is_one_durable_write_with_consecutive_seqs(tmp_path):
     (tmp_path / "c.jsonl").write_bytes(raw[:-30])  # a crash mid-way keeps a prefix
     read = read_journal(tmp_path / "c.jsonl")
     assert [e.seq for e in read.events] == [0, 1, 2] and read.torn
+
+
+def test_one_flipped_bit_in_a_plain_journal_is_repaired_newlines_included(tmp_path):
+    """Each line's chain tells which single flip undoes the damage: one bit of every byte of a
+    line, its newline turned into another byte (two lines read as one), a byte turned into a
+    newline (one line read as two) and the file's last newline (it read as a torn write)."""
+    path = tmp_path / "c.jsonl"
+    journal = Journal(path)
+    for question in ("QJ1", "QJ2", "QJ3"):  # "J" is one bit from a newline
+        journal.append(CaseStarted(case_id="c", question_id=question, model="m", strategy="sql"))
+    journal.close()
+    raw, expected = path.read_bytes(), read_journal(path).events
+    second = raw.index(b"\n") + 1
+    bits = [8 * byte + byte % 8 for byte in range(second, raw.index(b"\n", second))]
+    bits += [8 * at + k for at, byte in enumerate(raw) if byte == 0x0A for k in range(8)]
+    edits = [(bit >> 3, raw[bit >> 3] ^ 1 << (bit & 7)) for bit in bits]
+    edits += [(at, 0x0A) for at, byte in enumerate(raw) if byte == ord("J")]
+    for at, byte in edits:
+        damaged = bytearray(raw)
+        damaged[at] = byte
+        path.write_bytes(bytes(damaged))
+        read = read_journal(path)
+        assert read.events == expected and read.torn is None, (at, byte, read.damaged)
+        assert len(read.damaged) == 1 and "repaired" in read.damaged[0], (at, read.damaged)
+    again = Journal(path)  # a writer continues after the repaired line; nothing is cut off
+    again.append(CaseStarted(case_id="c", question_id="Q4", model="m", strategy="sql"))
+    again.close()
+    assert [e.seq for e in read_journal(path).events] == [0, 1, 2, 3]

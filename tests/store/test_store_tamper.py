@@ -1,7 +1,7 @@
 """Damage stays local and edits are evident (issue 14), on real run folders.
 
 - One flipped bit anywhere in a real run folder (a raw record's header, recipe or data, whether
-  other cases reuse its chunks or not; a sealed journal) costs nothing: the CRC the record
+  other cases reuse its chunks or not; a sealed journal; a plain journal) costs nothing: the CRC the record
   already carries names the bit, the reader undoes it, every body and event reads byte for byte
   as recorded, and `verify()` names exactly the record hit ("repaired"). Before, such a bit cost
   the case's later records and every body of every case reusing the record's chunks (a bit in a
@@ -9,6 +9,8 @@
 - Two flipped bits in one raw record cost that record and what depends on its bytes (the case's
   later records, bodies reusing its chunks); `verify()` names every one of them and every other
   body still reads (it used to make every later record unreadable).
+- One flipped bit in a plain journal line is found by trying each bit against the line's chain:
+  a flip in the run journal's newline used to cost the two lines it joined.
 - A bit flipped in a journal sealed before the repair field (plain gzip) is a problem in
   `verify()`, never an exception; the lines before it read.
 - An edited judgment or timestamp in a re-gzipped journal fails its line's chain; a journal whose
