@@ -25,6 +25,10 @@ from parquet_agent.corpus.sample import ensure_sample
 from parquet_agent.experiment_config import ExperimentConfig
 
 
+QUIET_HELP = ("print nothing on stdout (no estimate, progress or summary); errors and why "
+              "cases did not finish still go to stderr, and the exit status says how it went")
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     run = subparsers.add_parser("run", help="run (or resume) an experiment config")
     run.add_argument("config", type=Path, help="experiment config (TOML)")
@@ -39,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--engine", choices=("local", "ray"),
                      help="where cases run (default: the config's [engine] kind, else local); "
                      "ray needs parquet_agent[ray] and a running cluster")
-    run.add_argument("--quiet", action="store_true", help="no progress line")
+    run.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     run.set_defaults(handler=_run)
 
     demo = subparsers.add_parser("demo", help="build the sample corpus if needed and run the "
@@ -52,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     demo.add_argument("--resume", action="store_true",
                       help="finish an interrupted demo run: --run-dir, or else the latest "
                       "unfinished demo run in --runs")
-    demo.add_argument("--quiet", action="store_true", help="no progress line")
+    demo.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     demo.set_defaults(handler=_demo)
 
     runs = subparsers.add_parser("runs", help="list the runs in a folder with their status "
@@ -71,20 +75,22 @@ def _run(args: argparse.Namespace) -> int:
         experiment.config = replace(config, engine=replace(config.engine, kind=args.engine))
     command = ["parquet-agent", "run", str(args.config)]
     estimates = None
-    if not args.resume:  # what the whole grid should cost, before the first call
+    if not args.resume and not args.quiet:  # what the whole grid should cost, before any call
         from parquet_agent.estimate import estimate_config, estimate_text
 
         estimates = estimate_config(experiment.config)
         print(estimate_text(estimates), flush=True)
     return _execute(command, lambda: experiment.run(
         args.run_dir, resume=args.resume, cache_policy=args.cache_policy,
-        keep_going=args.keep_going, retry_failed=args.retry_failed), estimates)
+        keep_going=args.keep_going, retry_failed=args.retry_failed), estimates,
+        quiet=args.quiet)
 
 
-def _execute(command: list[str], start, estimates=None) -> int:
+def _execute(command: list[str], start, estimates=None, *, quiet: bool = False) -> int:
     """Run `start()`, then print the summary, the actual cost against the estimate and what
     did not finish; the exit status says how it went (0 all finished, 1 cases failed or
-    unfinished, 130 interrupted)."""
+    unfinished, 130 interrupted). `quiet`: nothing on stdout; what went wrong still goes to
+    stderr."""
     from parquet_agent.errors import MachineFault, RunInterrupted
 
     try:
@@ -99,7 +105,8 @@ def _execute(command: list[str], start, estimates=None) -> int:
         print("parquet-agent: " + exc.advice(
             f"finish it with `{resume_command(command, exc.run_dir)}`"), file=sys.stderr)
         return 2
-    _print_result(run)
+    if not quiet:
+        _print_result(run)
     if estimates is not None:
         from parquet_agent.estimate import check_text
 
@@ -151,7 +158,8 @@ def _demo(args: argparse.Namespace) -> int:
         run_dir = _latest_unfinished(args.runs, "demo")
     command = ["parquet-agent", "demo", "--data", str(args.data), "--runs", str(args.runs)]
     command += ["--sample", str(args.sample)] if args.sample else []
-    return _execute(command, lambda: experiment.run(run_dir, resume=args.resume))
+    return _execute(command, lambda: experiment.run(run_dir, resume=args.resume),
+                    quiet=args.quiet)
 
 
 def _latest_unfinished(runs: Path, name: str) -> Path:

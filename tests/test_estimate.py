@@ -49,7 +49,7 @@ def test_run_prints_the_estimate_first_and_checks_the_actual_cost_after(corpus, 
         config = _config(tmp_path, corpus, server.url)
         config.write_text(config.read_text().replace('model = "gpt-fake"',
                                                      'model = "gpt-4o-mini"'))
-        proc = _cli("run", str(config), "--run-dir", str(tmp_path / "runs" / "r"), "--quiet")
+        proc = _cli("run", str(config), "--run-dir", str(tmp_path / "runs" / "r"))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert out.startswith("estimated cost before the run")

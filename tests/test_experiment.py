@@ -176,11 +176,12 @@ def test_a_new_corpus_file_is_excluded_and_recorded(tmp_path):
         "2025-01.parquet", "2025-02.parquet"]
 
 
-def _run_cli(config: Path, run_dir: Path, *extra: str) -> subprocess.Popen:
+def _run_cli(config: Path, run_dir: Path, *extra: str, quiet: bool = True) -> subprocess.Popen:
     env = dict(os.environ, FAKE_OPENAI_KEY="sk-kill-test")
     return subprocess.Popen(
         [sys.executable, "-m", "parquet_agent", "run", str(config), "--run-dir", str(run_dir),
-         "--quiet", *extra], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+         *(["--quiet"] if quiet else []), *extra], cwd=REPO, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE)
 
 
 @pytest.mark.parametrize("kill_after", [1, 2, 4, 7, 10])
@@ -231,7 +232,7 @@ def test_kill_9_at_any_point_then_resume_finishes_without_paying_twice(corpus, t
 def test_cli_run_prints_the_summary(corpus, tmp_path):
     with openai_server(_answer_script) as server:
         config = _write_config(tmp_path, corpus, server.url)
-        proc = _run_cli(config, tmp_path / "runs" / "cli")
+        proc = _run_cli(config, tmp_path / "runs" / "cli", quiet=False)
         out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err.decode()
     text = out.decode()

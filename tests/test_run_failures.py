@@ -93,6 +93,7 @@ def test_keep_going_runs_fails_groups_reasons_and_the_breaker_stops_the_model(co
     assert "3 x unfinished: ModelCallError: model 'fake'" in err
     assert "3 x unfinished: never started" in err
     assert f"--run-dir {run_dir} --resume" in err
+    assert proc.stdout == ""  # --quiet: no estimate, no summary; the failure is on stderr
     run = RunStore(run_dir.parent).open(run_dir)
     assert len(run.case_ids()) == 3  # the breaker started no more
 
@@ -225,3 +226,15 @@ def test_a_model_answering_everything_still_exits_zero(corpus, tmp_path):
                     str(tmp_path / "runs" / "r"), "--quiet")
     assert proc.returncode == 0, proc.stderr
     assert "did not finish" not in proc.stderr
+
+
+def test_quiet_prints_nothing_on_stdout_and_loud_prints_estimate_and_summary(corpus, tmp_path):
+    """`run --quiet` on a run that goes well prints nothing at all (it printed the cost
+    estimate); without it, the estimate comes first and the summary after."""
+    with openai_server(_answer_script) as server:
+        config = _config(tmp_path, corpus, server.url)
+        quiet = _cli("run", str(config), "--run-dir", str(tmp_path / "runs" / "q"), "--quiet")
+        loud = _cli("run", str(config), "--run-dir", str(tmp_path / "runs" / "l"))
+    assert quiet.returncode == 0 and loud.returncode == 0, quiet.stderr + loud.stderr
+    assert quiet.stdout == "" and "estimate" not in quiet.stderr
+    assert loud.stdout.startswith("estimated cost before the run") and "run folder:" in loud.stdout

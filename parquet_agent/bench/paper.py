@@ -8,14 +8,19 @@ Contract:
   "Correct Answer" / "Incorrect Answer" / "Refusal"), `paper_answer`.
 - `compare_with_paper(run, source, *, paper_configs=None, correct_at=50) -> DataFrame`: our cases
   (a `Run`, anything with `cases_df()`, or a DataFrame with `question_id, model, strategy,
-  status, answer, correctness, citation_support`) paired with the paper's rows on the same
-  question ids (an inner join: only questions both sides have). Adds `our_label`: `correct` when
-  the judge's correctness >= `correct_at`, `incorrect` below it, `unscored` when the case has no
-  score (incomplete or failed: never counted as wrong or right); and `agree` (our label equals
-  the paper's, both scored; refusals count as not correct).
+  status, answer, correctness, citation_support` and, optionally, `verdict`) paired with the
+  paper's rows on the same question ids (an inner join: only questions both sides have). Adds
+  `our_label` from the judgment's verdict: `correct`, `incorrect`, or `refusal` for `abstained`
+  (the paper's word), so our refusals are told apart from our errors as the paper's are;
+  `unscored` when the case has no judgment (incomplete, failed, awaiting judgment: never counted
+  as wrong or right). Only a judgment without a verdict (judged before judge-v2, or a DataFrame
+  without the column) falls back to the score: `correct` when correctness >= `correct_at`, else
+  `incorrect`. `label_from` says which (`verdict`, `correctness >= 50`, or None). `agree`: our
+  label and the paper's agree on correct vs not correct (refusals are not correct), both scored.
 - `comparison_summary(df) -> DataFrame`: per our model x strategy x paper configuration: paired
-  questions, our mean correctness and citation support, our correct / incorrect / unscored shares,
-  the paper's correct / incorrect / refusal shares, and the agreement rate on correctness.
+  questions, our mean correctness and citation support, our correct / incorrect / refusal /
+  unscored shares, how many of our labels fell back to the score (`labelled_by_score`), the
+  paper's correct / incorrect / refusal shares, and the agreement rate on correctness.
 - `comparison_chart(df) -> plotly Figure`: stacked shares of correct / incorrect / refusal or
   unscored for each of our model x strategy series and each paper configuration, on the same
   question ids.
@@ -33,6 +38,8 @@ from parquet_agent.errors import UsageError
 _LABELS = {"Correct Answer": "correct", "Incorrect Answer": "incorrect", "Refusal": "refusal"}
 _CASE_COLUMNS = ("question_id", "model", "strategy", "status", "answer", "correctness",
                  "citation_support")
+# our verdicts in the paper's words (`abstained` is what the paper calls a refusal)
+_VERDICT_LABELS = {"correct": "correct", "incorrect": "incorrect", "abstained": "refusal"}
 
 
 def load_paper_results(source: str | Path) -> pd.DataFrame:
@@ -70,7 +77,8 @@ def _cases(run) -> pd.DataFrame:
     missing = [c for c in _CASE_COLUMNS if c not in cases.columns]
     if missing:
         raise UsageError(f"the cases lack column(s) {', '.join(missing)}")
-    return cases.loc[:, list(_CASE_COLUMNS)]
+    cases = cases.loc[:, [*_CASE_COLUMNS, *(["verdict"] if "verdict" in cases.columns else [])]]
+    return cases if "verdict" in cases.columns else cases.assign(verdict=None)
 
 
 def compare_with_paper(run, source: str | Path, *, paper_configs: list[str] | None = None,
@@ -84,10 +92,7 @@ def compare_with_paper(run, source: str | Path, *, paper_configs: list[str] | No
                              f"{', '.join(sorted(set(paper['paper_config'])))}")
         paper = paper[paper["paper_config"].isin(paper_configs)]
     df = cases.merge(paper, on="question_id", how="inner")
-    score = pd.to_numeric(df["correctness"], errors="coerce")
-    df["our_label"] = "unscored"
-    df.loc[score >= correct_at, "our_label"] = "correct"
-    df.loc[score < correct_at, "our_label"] = "incorrect"
+    _label(df, correct_at)
     scored = df["our_label"] != "unscored"
     ours_ok = df["our_label"] == "correct"
     theirs_ok = df["paper_label"] == "correct"
@@ -95,6 +100,19 @@ def compare_with_paper(run, source: str | Path, *, paper_configs: list[str] | No
     df.loc[scored, "agree"] = ours_ok[scored] == theirs_ok[scored]
     return df.sort_values(["model", "strategy", "paper_config", "question_id"]).reset_index(
         drop=True)
+
+
+def _label(df: pd.DataFrame, correct_at: float) -> None:
+    """`our_label` and `label_from`: the verdict where the judgment has one, else the score."""
+    score = pd.to_numeric(df["correctness"], errors="coerce")
+    verdict = df["verdict"].map(_VERDICT_LABELS)
+    by_score = verdict.isna() & score.notna()
+    df["our_label"] = verdict.fillna("unscored")
+    df.loc[by_score & (score >= correct_at), "our_label"] = "correct"
+    df.loc[by_score & (score < correct_at), "our_label"] = "incorrect"
+    df["label_from"] = None
+    df.loc[verdict.notna(), "label_from"] = "verdict"
+    df.loc[by_score, "label_from"] = f"correctness >= {correct_at:g}"
 
 
 def comparison_summary(df: pd.DataFrame) -> pd.DataFrame:
@@ -111,7 +129,10 @@ def comparison_summary(df: pd.DataFrame) -> pd.DataFrame:
             "citation_support": pd.to_numeric(g["citation_support"], errors="coerce").mean(),
             "our_correct": ours.get("correct", 0) / n,
             "our_incorrect": ours.get("incorrect", 0) / n,
+            "our_refusal": ours.get("refusal", 0) / n,
             "our_unscored": ours.get("unscored", 0) / n,
+            "labelled_by_score": int((g["label_from"].fillna("").str.startswith(
+                "correctness")).sum()),
             "paper_correct": paper.get("correct", 0) / n,
             "paper_incorrect": paper.get("incorrect", 0) / n,
             "paper_refusal": paper.get("refusal", 0) / n,

@@ -146,6 +146,34 @@ def test_comparison_pairs_our_cases_with_the_papers_labels():
         compare_with_paper(cases, FB, paper_configs=["gpt-5_magic"])
 
 
+def test_our_labels_come_from_the_verdict_and_fall_back_to_the_score_only_without_one():
+    """An abstention is a refusal (as in the paper), not an error; a correct verdict with a
+    low score is correct; only a judgment without a verdict (judge-v1) is labelled by its
+    score, and the rows say so."""
+    ids = ["financebench_id_03029", "financebench_id_04672", "financebench_id_01865",
+           "financebench_id_00499"]
+    cases = pd.DataFrame({
+        "question_id": ids, "model": "m", "strategy": "sql",
+        "status": ["complete", "complete", "complete", "failed"],
+        "answer": ["The corpus does not contain it.", "8.7", "x", None],
+        "correctness": [0, 40, 80, float("nan")], "citation_support": [0, 50, 50, float("nan")],
+        "verdict": ["abstained", "correct", None, None],
+    })
+    df = compare_with_paper(cases, FB, paper_configs=["gpt-4_sharedStore"]).set_index(
+        "question_id")
+    assert df.loc[ids[0], "our_label"] == "refusal"  # was "incorrect" (0 < 50)
+    assert df.loc[ids[1], "our_label"] == "correct"  # was "incorrect" (40 < 50)
+    assert (df.loc[ids[2], "our_label"], df.loc[ids[2], "label_from"]) == (
+        "correct", "correctness >= 50")
+    assert df.loc[ids[3], "our_label"] == "unscored" and df.loc[ids[3], "label_from"] is None
+    assert list(df.loc[ids[:2], "label_from"]) == ["verdict", "verdict"]
+    summary = comparison_summary(df.reset_index()).iloc[0]
+    assert summary["our_refusal"] == pytest.approx(1 / 4)
+    assert summary["labelled_by_score"] == 1
+    fig = comparison_chart(df.reset_index())
+    assert "refusal" in {t.name for t in fig.data}
+
+
 def test_cli_builds_a_small_pack_and_rejects_a_wrong_source(tmp_path, capsys):
     mini = tmp_path / "mini"
     (mini / "docs_md").mkdir(parents=True)

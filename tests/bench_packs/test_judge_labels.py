@@ -14,6 +14,7 @@ from parquet_agent.bench.judge_labels import (MemorySink, judge_paper_answers,
                                               labels_agreement)
 from parquet_agent.judge import Judge, RubricJudgeModel
 from parquet_agent.models.fakes import FakeBatches, FakeReply, openai_server
+from tests.fake_judge import JUDGE_KEY_ENV, judge_config
 
 SOURCE = Path(__file__).resolve().parents[2].parent / "shared" / "realdata" / "financebench"
 pytestmark = pytest.mark.skipif(not (SOURCE / "results").is_dir(),
@@ -38,27 +39,14 @@ def test_an_llm_judge_through_the_batch_api_from_the_command_line(tmp_path):
                 "citation_support": 0}
     batches = FakeBatches(lambda custom_id, body: FakeReply(text=json.dumps(judgment)))
     with openai_server([], batches=batches) as server:
-        config = tmp_path / "judge.toml"
-        config.write_text(f"""
-name = "j"
-corpus = "."
-questions = "q.jsonl"
-[[models]]
-name = "m"
-provider = "baseline"
-[judge]
-provider = "openai"
-model = "gpt-4o-mini"
-api_key_env = "FAKE_JUDGE_KEY"
-base_url = "{server.url}/v1"
-""")
+        config = judge_config(tmp_path, server.url)
         out = tmp_path / "fb"
         proc = subprocess.run(
             [sys.executable, "-m", "parquet_agent", "bench", "financebench-judge", "--source",
              str(SOURCE), "--judge", str(config), "--batch", "--paper-config",
              "gpt-4_closedBook", "--limit", "10", "--out", str(out)],
             cwd=REPO, capture_output=True, text=True, timeout=120,
-            env={"FAKE_JUDGE_KEY": "sk-fake-judge-key-0000", "PATH": "/usr/bin:/bin"})
+            env={**JUDGE_KEY_ENV, "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert batches.created == 1 and len(next(iter(batches.batches.values())).items) == 10
     assert "gpt-4_closedBook" in proc.stdout

@@ -22,6 +22,7 @@ from parquet_agent.judge import INPUT_MARKER, Judge, RubricJudgeModel
 from parquet_agent.models.batch import Polling
 from parquet_agent.models.fakes import FakeBatches, FakeReply, openai_server
 from parquet_agent.store.runstore import RunStore
+from tests.fake_judge import JUDGE_KEY_ENV, judge_config
 from tests.harness_corpus import make_harness_corpus
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,25 +55,6 @@ def _strict_judge(body: dict) -> FakeReply:
     return FakeReply(text=json.dumps({
         "rationale": "strict", "verdict": "correct" if ok else "incorrect",
         "correctness": 90 if ok else 10, "citation_support": 50}), cost=0.001)
-
-
-def _judge_config(folder: Path, url: str) -> Path:
-    path = folder / "judge.toml"
-    path.write_text(f"""
-name = "j"
-corpus = "."
-questions = "q.jsonl"
-[[models]]
-name = "m"
-provider = "baseline"
-[judge]
-name = "strict"
-provider = "openai"
-model = "gpt-4o-mini"
-api_key_env = "FAKE_JUDGE_KEY"
-base_url = "{url}/v1"
-""")
-    return path
 
 
 def test_rejudging_appends_judgments_and_changes_nothing_recorded(demo_run, tmp_path):
@@ -139,7 +121,7 @@ def test_exports_and_charts_for_any_judge_and_a_primary(demo_run):
 
 
 def _judge_cli(run_dir: Path, config: Path, *extra: str) -> subprocess.Popen:
-    env = dict(os.environ, FAKE_JUDGE_KEY="sk-fake-judge-key-0000")
+    env = dict(os.environ, **JUDGE_KEY_ENV)
     return subprocess.Popen([sys.executable, "-m", "parquet_agent", "judge", str(run_dir),
                              "--judge", str(config), "--no-export", *extra], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -152,7 +134,7 @@ def test_kill_9_during_rejudging_resumes_without_asking_again(demo_run, tmp_path
         return _strict_judge(request.json)
 
     with openai_server(slow_judge) as server:
-        config = _judge_config(tmp_path, server.url)
+        config = judge_config(tmp_path, server.url, name="strict")
         proc = _judge_cli(demo_run, config)
         deadline = time.monotonic() + 60
         while len(server.model_calls()) < kill_after and proc.poll() is None:
@@ -177,7 +159,7 @@ def test_kill_9_during_rejudging_resumes_without_asking_again(demo_run, tmp_path
 def test_kill_9_during_batch_rejudging_picks_up_the_same_batch(demo_run, tmp_path):
     batches = FakeBatches(lambda cid, body: _strict_judge(body), polls=10_000)
     with openai_server([], batches=batches) as server:
-        config = _judge_config(tmp_path, server.url)
+        config = judge_config(tmp_path, server.url, name="strict")
         proc = _judge_cli(demo_run, config, "--batch")
         deadline = time.monotonic() + 60
         while not batches.batches and proc.poll() is None:
