@@ -89,6 +89,16 @@ def _usd(price, input_tokens: int, output_tokens: int) -> float | None:
     return (input_tokens * price.input + output_tokens * price.output) / 1_000_000
 
 
+def _batch_factor(price, where: str) -> tuple[float, str]:
+    """`[judge] batch = true`: the judge's calls at its vendor's batch price (the table's)."""
+    from parquet_agent.models.prices import PriceTable
+
+    rate = PriceTable.load().batch.get(getattr(price, "vendor", None))
+    if rate is None:
+        return 1.0, f"{where}; no batch price: at list"
+    return rate.multiplier, f"{where}; batch price {rate.multiplier:g} x list"
+
+
 def estimate_config(config: ExperimentConfig, question_ids: tuple[str, ...] | None = None,
                     questions: dict[str, str] | None = None) -> list[CostEstimate]:
     """One estimate per model and one for the judge. `question_ids` / `questions` (id ->
@@ -131,8 +141,9 @@ def estimate_config(config: ExperimentConfig, question_ids: tuple[str, ...] | No
                         * (high_turns - 1)) * judged)
     judge_out = (OUTPUT_TOKENS[0] * judged, OUTPUT_TOKENS[1] * judged)
     price, where = _price(config.judge)
-    low_usd, high_usd = _usd(price, judge_in[0], judge_out[0]), _usd(price, judge_in[1],
-                                                                     judge_out[1])
+    factor, where = _batch_factor(price, where) if config.judge.batch else (1.0, where)
+    low_usd, high_usd = (None if u is None else u * factor for u in (
+        _usd(price, judge_in[0], judge_out[0]), _usd(price, judge_in[1], judge_out[1])))
     out.append(CostEstimate(f"judge {config.judge.name}", judged, (1, 1), judge_in, judge_out,
                             None if low_usd is None else (low_usd, high_usd), where))
     return out

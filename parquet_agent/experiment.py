@@ -19,6 +19,10 @@ Order of events in `run`:
    started; they stay unstarted, so a resume runs them.
 4. Each case: agent loop (journaled turn by turn), then the judge, then `case_finished`. A case
    finished in an earlier session is never run again; an unfinished one replays its saved turns.
+   With `[judge] batch = true` the case records `judgment_pending` instead of calling the judge,
+   and once the cases are done every waiting answer is judged through the provider's batch API
+   (`store.pending`), waiting at most `batch_wait_s`; still pending then, the run ends saying
+   so and a resume (or `parquet-agent judge RUN --batch`) polls the same batch.
 5. The run journal gets `run_finished` with wall time and the process tree's peak memory; the
    exports are (re)built when the exporter is installed. Ctrl-C raises `RunInterrupted`
    (a KeyboardInterrupt) that names the run folder.
@@ -62,11 +66,11 @@ from parquet_agent.models.spec import ModelSpec
 from parquet_agent.models.transport import ReplaySink
 from parquet_agent.progress import Progress
 from parquet_agent.run_watch import Breaker, CaseWatch, DriftWatch
+from parquet_agent.models.batch import Polling
 from parquet_agent.store import (
     CaseFailed,
     CaseFinished,
     CaseStarted,
-    JudgeAttempt,
     Judgment,
     ModelAttempt,
     Run,
@@ -75,8 +79,10 @@ from parquet_agent.store import (
     RunStore,
     freeze,
 )
+from parquet_agent.store.judging import verdict_events
 from parquet_agent.tools import Tools
 from parquet_agent.tools.action_gate import ActionGate
+from parquet_agent.transcript import JudgmentPending
 
 
 MAX_LOOKUPS = 20  # cited spans looked up per answer, for the judge's deterministic checks
@@ -231,6 +237,8 @@ class Experiment:
             engine.run_cases(run, plan, parts, todo, before_case=watch.before_case,
                              after_case=watch.after_case, progress=progress)
             progress.close()
+            if config.judge.batch:  # every answer waiting for the judge, in one batch
+                _judge_by_batch(run, config, parts.judge)
         except KeyboardInterrupt as exc:
             status = "interrupted"
             raise RunInterrupted(run.dir) from exc
@@ -326,9 +334,7 @@ class CaseParts:
     @classmethod
     def build(cls, config: ExperimentConfig, models: dict[str, Model], judge_model: Model,
               tools: dict[str, Any], reader: Tools) -> CaseParts:
-        return cls(models, Judge(judge_model, max_attempts=config.limits.max_judge_attempts,
-                                 context_tokens=config.judge.context_tokens),
-                   tools, reader)
+        return cls(models, config_judge(config, judge_model), tools, reader)
 
     @classmethod
     def open(cls, config: ExperimentConfig, reader: Tools,
@@ -342,6 +348,24 @@ class CaseParts:
                  for s in config.strategies}
         return cls.build(config, models, build_model_or_judge(config.judge, env, keys), tools,
                          reader)
+
+
+def config_judge(config: ExperimentConfig, model: Model) -> Judge:
+    """The run's judge: `model` (its `[judge]`) with the config's attempts and context."""
+    return Judge(model, max_attempts=config.limits.max_judge_attempts,
+                 context_tokens=config.judge.context_tokens)
+
+
+def _judge_by_batch(run: Run, config: ExperimentConfig, judge: Judge) -> None:
+    """`[judge] batch`: every answer awaiting the judge through the provider's batch API,
+    waiting at most `batch_wait_s`; what is still pending after that is said on stderr (the
+    cases stay awaiting, and a resume picks the same batch up)."""
+    from parquet_agent.store.pending import judge_pending
+
+    result = judge_pending(run, judge, polling=Polling(max_wait_s=config.judge.batch_wait_s))
+    if result.pending:
+        print(f"parquet-agent: batch judging: {result.summary()}", file=sys.stderr,
+              flush=True)
 
 
 def run_grid_case(plan: CasePlan, parts: CaseParts, run: Any, item: tuple[str, str, str],
@@ -392,7 +416,7 @@ def _run_case(run: Any, plan: CasePlan, agent: Agent, judge: Judge, reader: Tool
         judge_cost = 0.0
         if outcome.answer is not None:
             judge_cost = _judge_case(sink, journal, judge, reader, questions, question_id, cid,
-                                     outcome, replay.judgment)
+                                     outcome, replay.judgment, plan.config.judge.batch)
         attempts = sum(isinstance(e.payload, ModelAttempt)  # judge attempts too
                        for e in run.case_events(cid, resolve=False))
         counts = outcome.counts.to_dict() | {"api_attempt_count": attempts}
@@ -411,7 +435,8 @@ def _run_case(run: Any, plan: CasePlan, agent: Agent, judge: Judge, reader: Tool
 
 def _judge_case(sink: RawSink, journal, judge: Judge, reader: Tools, questions: QuestionSet,
                 question_id: str, cid: str, outcome: AgentOutcome,
-                saved: Judgment | None) -> float | None:
+                saved: Judgment | None, by_batch: bool = False) -> float | None:
+    """Judge the answer now, or (`by_batch`) record what its batch judgment will need."""
     if saved is not None:  # judged in an earlier session that stopped before case_finished
         return 0.0
     reference = questions.reference(question_id)
@@ -424,15 +449,12 @@ def _judge_case(sink: RawSink, journal, judge: Judge, reader: Tools, questions: 
         gold_evidence=tuple(e.to_json() for e in reference.gold_evidence),
         tool_evidence=evidence, cited_spans=_cited_spans(reader, outcome.answer),
         answerable=reference.answerable)
+    if by_batch:  # judged at the end of the run, with every other answer, by one batch
+        journal.append(JudgmentPending(label=f"{cid}/judge", cited_spans=list(inp.cited_spans),
+                                       answerable=inp.answerable))
+        return 0.0
     verdict = judge.judge(inp, sink=sink, label=f"{cid}/judge")
-    journal.append_many([
-        *(JudgeAttempt(label=a.label, attempt=a) for a in verdict.attempts),
-        Judgment(
-        judge=judge.model.name, correctness=verdict.correctness,
-        citation_support=verdict.citation_support, rationale=verdict.rationale,
-        scored=verdict.scored, unscored_reason=verdict.unscored_reason,
-        request_path=verdict.request_path, response_path=verdict.response_path,
-        checks=verdict.checks, provenance=verdict.provenance, verdict=verdict.verdict)])
+    journal.append_many(verdict_events(verdict, judge.model.name))
     return total_cost(verdict.attempts)
 
 

@@ -124,17 +124,23 @@ def resume_command(command: list[str], run_dir: Path, *, retry_failed: bool = Fa
 def _print_failures(run, command: list[str]) -> int:
     from parquet_agent.store.status import failure_groups, run_status
 
-    groups = failure_groups(run.cases_df())
-    if not groups:
-        return 0
-    state = run_status(run)
-    print(f"\n{state.status}: {state.counts_text()} cases. Why cases did not finish:",
-          file=sys.stderr)
-    for count, status, reason in groups:
-        print(f"  {count:>5} x {status}: {reason}", file=sys.stderr)
-    print(f"rerun what did not finish: {resume_command(command, run.dir, retry_failed=state.failed > 0)}",
-          file=sys.stderr)
-    return 1
+    cases = run.cases_df()
+    groups = failure_groups(cases)
+    awaiting = int(cases["awaiting_judgment"].sum())
+    if groups:
+        state = run_status(run)
+        print(f"\n{state.status}: {state.counts_text()} cases. Why cases did not finish:",
+              file=sys.stderr)
+        for count, status, reason in groups:
+            print(f"  {count:>5} x {status}: {reason}", file=sys.stderr)
+        print(f"rerun what did not finish: {resume_command(command, run.dir, retry_failed=state.failed > 0)}",
+              file=sys.stderr)
+    if awaiting:  # [judge] batch: the answers are in, their batch has not returned yet
+        print(f"{awaiting} case(s) awaiting judgment: their batch is polled again (never sent "
+              f"twice) by `{resume_command(command, run.dir)}` or "
+              f"`{shlex.join(['parquet-agent', 'judge', str(run.dir), '--batch'])}`",
+              file=sys.stderr)
+    return 1 if groups or awaiting else 0
 
 
 def demo_config(data: Path, runs: Path, sample_n: int | None = None) -> ExperimentConfig:

@@ -26,7 +26,11 @@ Keys (the contract's keys, unchanged, plus documented optional ones):
   may also be `rubric`, the offline judge built from deterministic checks), `model` (required for
   network providers; defaults to the provider name for offline ones), `api_key_env` (the
   variable's name, never the key), `base_url`, `provider_pin` (list of upstream names),
-  `temperature` (0-2), `reasoning_effort` (`none|minimal|low|medium|high|xhigh|max`).
+  `temperature` (0-2), `reasoning_effort` (`none|minimal|low|medium|high|xhigh|max`). The
+  `[judge]` may add `batch = true` (an openai, anthropic or google judge): the agents run first,
+  each answer is recorded "awaiting judgment", and at the end every pending judge request goes
+  through the provider's batch API at its batch price (`store.pending`); `batch_wait_s` (3600)
+  bounds the wait, after which the run ends saying so and a resume picks the same batch up.
 - `[limits]`: `max_tool_calls` (12), `max_rounds` (16), `case_workers` (4), `data_workers` (1),
   `cache` (`on|off`), and optional: `max_judge_attempts` (judge calls before a malformed
   judgment is recorded as unscored, 2), `max_case_tokens` and `max_case_cost_usd` (per-case

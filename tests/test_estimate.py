@@ -8,6 +8,7 @@ import re
 from dataclasses import replace
 
 import pandas as pd
+import pytest
 
 from parquet_agent.estimate import case_tokens, check_text, estimate_config, total
 from parquet_agent.experiment_commands import demo_config, summary_text
@@ -81,3 +82,15 @@ def test_unknown_cost_is_unknown_in_the_cli_summary_never_zero():
     assert cost_text(0.5, 0) == "$0.5000"
     assert cost_text(0.5, 1) == "≥ $0.5000 (1 attempt of unknown cost)"
     assert cost_text(float("nan"), 0) == "unknown"
+
+
+def test_a_batch_judge_is_estimated_at_the_batch_price(corpus, tmp_path):
+    from parquet_agent.models.spec import ModelSpec
+
+    config = load_config(_config(tmp_path, corpus, "http://127.0.0.1:9"))
+    judge = ModelSpec(name="j", provider="openai", model="gpt-4o-mini", api_key_env="K")
+    one = estimate_config(replace(config, judge=judge))[-1]
+    batch = estimate_config(replace(config, judge=replace(judge, batch=True)))[-1]
+    assert batch.usd[0] == pytest.approx(one.usd[0] * 0.5) and batch.usd[0] > 0
+    assert batch.usd[1] == pytest.approx(one.usd[1] * 0.5)
+    assert "batch price 0.5 x list" in batch.price and "batch" not in one.price

@@ -174,3 +174,46 @@ def test_config_hash_is_canonical_and_sensitive(tmp_path):
     changed = load_config(write(tmp_path, GOOD.replace("max_tool_calls = 12", "max_tool_calls = 8"),
                                 "other.toml"))
     assert changed.config_hash() != config.config_hash()
+
+
+JUDGE = 'api_key_env = "ANTHROPIC_API_KEY"\n'
+
+
+@pytest.mark.parametrize("where, patch, expected", [
+    ("judge", "batch = 1\n", "[judge].batch: expected true or false"),
+    ("judge", "batch = true\nbatch_wait_s = -1\n", "[judge].batch_wait_s: -1 is negative"),
+    ("judge", 'batch = true\nbatch_wait_s = "1h"\n', "[judge].batch_wait_s: expected a number"),
+    ("judge", "batch_wiat_s = 5\n", "did you mean 'batch_wait_s'"),
+    ("model", "batch = true\n", "[[models]][0].batch: batch judging is a [judge] key"),
+    ("rubric", "batch = true\n", "provider 'rubric' has no batch API"),
+])
+def test_judge_batch_is_checked_with_a_clear_error(tmp_path, where, patch, expected):
+    text = GOOD
+    if where == "model":
+        text = text.replace('reasoning_effort = "low"\n', 'reasoning_effort = "low"\n' + patch)
+    elif where == "rubric":
+        text = text.replace('provider = "anthropic"\nmodel = "claude-haiku-4-5"\n' + JUDGE,
+                            'provider = "rubric"\n' + patch)
+    else:
+        text = text.replace(JUDGE, JUDGE + patch)
+    assert expected in errors_for(tmp_path, text)
+
+
+def test_judge_batch_is_frozen_only_when_on_and_its_wait_may_change_on_resume(tmp_path):
+    from parquet_agent.store.manifest import compare_frozen
+
+    plain = load_config(write(tmp_path, GOOD))
+    batch = load_config(write(tmp_path, GOOD.replace(JUDGE, JUDGE + "batch = true\n"), "b.toml"))
+    assert plain.judge.batch is False and batch.judge.batch is True
+    assert batch.judge.batch_wait_s == 3600
+    assert "batch" not in plain.to_dict()["judge"]  # configs without it keep their hash
+    assert batch.to_dict()["judge"]["batch"] is True
+    assert ExperimentConfig.from_dict(batch.to_dict()).judge == batch.judge  # round trip
+    shorter = load_config(write(tmp_path, GOOD.replace(
+        JUDGE, JUDGE + "batch = true\nbatch_wait_s = 60\n"), "s.toml"))
+    allowed: list[str] = []
+    assert compare_frozen({"config": batch.to_dict()}, {"config": shorter.to_dict()},
+                          allowed) == []
+    assert allowed == ["config.judge.batch_wait_s: 3600.0 -> 60"]
+    refused = compare_frozen({"config": plain.to_dict()}, {"config": batch.to_dict()})
+    assert refused and all("config.judge.batch" in r for r in refused)

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 from parquet_agent.judge.checks import deterministic_checks
 from parquet_agent.judge.core import Judge, Verdict, repair_turn
 from parquet_agent.judge.judgment import JudgeInput, parse_reply
-from parquet_agent.models.batch import BatchLedger, Polling, batch_api, run_batch
+from parquet_agent.models.batch import BatchLedger, Polling, batch_api, batch_groups, run_batch
 from parquet_agent.models.protocol import Attempt, ModelRequest, RawSink
 
 
@@ -28,8 +28,24 @@ def judge_in_batches(judge: Judge, inputs: Mapping[str, JudgeInput], sink: RawSi
                      ledger: BatchLedger, *, polling: Polling = Polling(),
                      name: str = "judge") -> tuple[dict[str, Verdict], dict[str, str]]:
     """(verdicts by label, pending: label -> why not judged). Labels are the judge labels
-    (`<case-id>/judge`), as `Judge.judge` takes them."""
+    (`<case-id>/judge`), as `Judge.judge` takes them. Requests an earlier call put into a
+    batch that is still worth polling go back into exactly that batch (`batch_groups`), so a
+    resume, even one with more requests than before, never pays for them twice."""
     api = batch_api(judge.model)
+    verdicts: dict[str, Verdict] = {}
+    pending: dict[str, str] = {}
+    for group in batch_groups(ledger, inputs):
+        got, waiting = _judge_group(judge, api, {k: inputs[k] for k in group}, sink, ledger,
+                                    polling, name)
+        verdicts.update(got)
+        pending.update(waiting)
+    return verdicts, pending
+
+
+def _judge_group(judge: Judge, api: Any, inputs: Mapping[str, JudgeInput], sink: RawSink,
+                 ledger: BatchLedger, polling: Polling,
+                 name: str) -> tuple[dict[str, Verdict], dict[str, str]]:
+    """One batch (and its repair rounds) over `inputs`."""
     state: dict[str, dict[str, Any]] = {}
     requests: dict[str, ModelRequest] = {}
     for label, inp in inputs.items():

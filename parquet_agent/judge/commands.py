@@ -7,6 +7,12 @@ rebuilds the exports. `--judge` is an experiment config whose `[judge]` table is
 variable: OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY). `--primary` makes these judgments
 the ones the exports, summaries and charts use (`--primary run` in `export --judge` goes back).
 Running the same command again resumes: cases already judged are not asked again.
+
+Without `--judge`: the run's own judge (its config's `[judge]`) judges the cases whose answer
+awaits it (a run with `[judge] batch = true` that stopped before its batch returned), by batch
+with `--batch` (the batch the run created is polled again, never paid twice; see
+`store.pending`), else one request at a time. Their judgments go into the case journals, as
+the run would have written them.
 """
 
 from __future__ import annotations
@@ -24,8 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("judge", help="judge a saved run again (appended, never "
                               "overwriting), optionally by the provider's batch API")
     p.add_argument("run_dir", type=Path, help="the run folder")
-    p.add_argument("--judge", required=True, metavar="CONFIG_OR_MODEL",
-                   help="an experiment config (its [judge]), 'rubric', or provider:model")
+    p.add_argument("--judge", metavar="CONFIG_OR_MODEL",
+                   help="an experiment config (its [judge]), 'rubric', or provider:model; "
+                   "without it: the run's own judge, for the cases awaiting judgment")
     p.add_argument("--cases", nargs="+", metavar="CASE_ID", help="only these case ids")
     p.add_argument("--repeat", type=int, default=1, help="judge each case K times (flip rate)")
     p.add_argument("--batch", action="store_true",
@@ -66,6 +73,8 @@ def build_judge(value: str, env=None):
 def _judge(args: argparse.Namespace) -> int:
     from parquet_agent.store.runstore import RunStore
 
+    if args.judge is None:
+        return _judge_awaiting(args)
     judge = build_judge(args.judge)
     run_dir = args.run_dir.resolve()
     with RunStore(run_dir.parent).open(run_dir, writable=True) as run:
@@ -76,9 +85,41 @@ def _judge(args: argparse.Namespace) -> int:
         print(f"  pending {key}: {why}")
     for cid, why in list(result.skipped.items())[:20]:
         print(f"  skipped {cid}: {why}")
+    _export(args, run_dir)
+    return 1 if result.pending else 0
+
+
+def _judge_awaiting(args: argparse.Namespace) -> int:
+    """The run's own judge over the cases awaiting it (see the module docstring)."""
+    from parquet_agent.experiment import build_model_or_judge, config_judge
+    from parquet_agent.experiment_config import ExperimentConfig
+    from parquet_agent.models.batch import Polling
+    from parquet_agent.store.pending import awaiting_cases, judge_pending
+    from parquet_agent.store.runstore import RunStore
+
+    if args.cases or args.repeat != 1 or args.primary:
+        raise UsageError("--cases, --repeat and --primary go with --judge (another judge); "
+                         "without --judge the run's own judge judges every case awaiting it")
+    run_dir = args.run_dir.resolve()
+    with RunStore(run_dir.parent).open(run_dir, writable=True) as run:
+        config = ExperimentConfig.from_dict(run.manifest["config"], source="manifest.json")
+        if not awaiting_cases(run):
+            print(f"{run_dir}: no case awaits judgment")
+            return 0
+        judge = config_judge(config, build_model_or_judge(config.judge, None))
+        result = judge_pending(run, judge, batch=args.batch,
+                               polling=Polling(max_wait_s=config.judge.batch_wait_s))
+    print(f"the run's judge {judge.model.name}: "
+          + result.summary("by batch" if args.batch else "one at a time"))
+    for cid, why in list(result.pending.items())[:20]:
+        print(f"  awaiting {cid}: {why}")
+    _export(args, run_dir)
+    return 1 if result.pending else 0
+
+
+def _export(args: argparse.Namespace, run_dir: Path) -> None:
     if not args.no_export:
         from parquet_agent.report.exporter import export_run
 
         export_run(run_dir)
         print(f"exports rebuilt: {run_dir / 'report.html'}")
-    return 1 if result.pending else 0

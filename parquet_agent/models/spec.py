@@ -11,7 +11,12 @@ replies), `price` (`"free"` for a local model, or a table of USD per 1M tokens: 
 `cache_prompts` (default true: ask for prompt caching where the provider needs it, Anthropic),
 `context_tokens` (the model's context window; a judge with one fits its evidence to it),
 `structured_output` (default true: a judge asks for its judgment as a JSON schema response
-format or a forced tool call; false for a server that rejects them).
+format or a forced tool call; false for a server that rejects them). The `[judge]` only:
+`batch` (default false: true sends every judge request of a run through the provider's batch
+API at its batch price, after the agents ran; openai, anthropic or google judges) and
+`batch_wait_s` (3600: how long `run` waits for the batch before it ends saying so; a resume or
+`parquet-agent judge RUN --batch` picks the same batch up). Both are written into the frozen
+config only when `batch` is on, so configs without it keep their hash.
 Unknown keys are a `ConfigError`, never ignored. The key itself is never part of a
 spec: only the name of the variable that holds it.
 """
@@ -32,6 +37,8 @@ from parquet_agent.models.prices import declared_price
 PROVIDERS = ("openai", "anthropic", "google", "scripted", "baseline")
 JUDGE_PROVIDERS = PROVIDERS + ("rubric",)  # rubric: the offline judge (built by the judge piece)
 OFFLINE_PROVIDERS = ("scripted", "baseline", "rubric")
+BATCH_PROVIDERS = ("openai", "anthropic", "google")  # models.batch has their batch APIs
+BATCH_KEYS = ("batch", "batch_wait_s")  # frozen only when batch is on (older hashes hold)
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 _SLUG = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.+-]|_(?!_))*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -60,6 +67,8 @@ class ModelSpec:
     cache_prompts: bool = True
     context_tokens: int | None = None
     structured_output: bool = True
+    batch: bool = False  # the judge only: judge by the provider's batch API after the agents
+    batch_wait_s: float = 3600.0  # with batch: how long a run waits for its batch
 
 
 MODEL_KEYS = tuple(f.name for f in fields(ModelSpec))
@@ -140,11 +149,27 @@ def validate_model(spec: ModelSpec, where: str, *, judge: bool = False) -> Model
             raise ConfigError(str(exc)) from exc
     check_type(join(w, "cache_prompts"), spec.cache_prompts, bool, "true or false")
     check_type(join(w, "structured_output"), spec.structured_output, bool, "true or false")
+    _check_batch(w, spec, judge)
     if spec.context_tokens is not None:
         check_type(join(w, "context_tokens"), spec.context_tokens, int, "an integer")
         if spec.context_tokens < 1024:
             raise fail(join(w, "context_tokens"), "must be at least 1024")
     return spec
+
+
+def _check_batch(where: str, spec: ModelSpec, judge: bool) -> None:
+    check_type(join(where, "batch"), spec.batch, bool, "true or false")
+    check_type(join(where, "batch_wait_s"), spec.batch_wait_s, (int, float),
+               "a number of seconds")
+    if spec.batch and not judge:
+        raise fail(join(where, "batch"), "batch judging is a [judge] key: answer models are "
+                   "called turn by turn; put `batch = true` under [judge]")
+    if spec.batch and spec.provider not in BATCH_PROVIDERS:
+        raise fail(join(where, "batch"), f"provider {spec.provider!r} has no batch API; batch "
+                   f"judging needs a {', '.join(BATCH_PROVIDERS)} judge (leave `batch` out to "
+                   "judge one request at a time)")
+    if spec.batch_wait_s < 0:
+        raise fail(join(where, "batch_wait_s"), f"{spec.batch_wait_s} is negative")
 
 
 def _check_provider(where: str, provider: Any, judge: bool) -> None:
@@ -156,8 +181,12 @@ def _check_provider(where: str, provider: Any, judge: bool) -> None:
 
 
 def model_to_dict(spec: ModelSpec) -> dict[str, Any]:
-    """A model entry as TOML-shaped JSON (tuples as lists)."""
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(spec).items()}
+    """A model entry as TOML-shaped JSON (tuples as lists); the batch keys only when on."""
+    out = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(spec).items()}
+    if not spec.batch:  # off: the entry (and the config hash) is what it was before them
+        for key in BATCH_KEYS:
+            del out[key]
+    return out
 
 
 def load_model_specs(path: Path) -> tuple[tuple[ModelSpec, ...], ModelSpec | None]:

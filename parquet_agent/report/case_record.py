@@ -321,7 +321,7 @@ def _unsent(tools: list[dict[str, Any]], latest_body: Any) -> list[str]:
 def _judge_block(view: CaseView, requests: _Requests) -> dict[str, Any] | None:
     j = view.judgment
     if j is None:
-        return None
+        return _awaiting_block(view) if view.awaiting_judgment else None
     return {
         "judge": j.judge, "scored": view.scored, "correctness": view.correctness,
         "citation_support": view.citation_support, "rationale": j.rationale,
@@ -339,6 +339,17 @@ def _judge_block(view: CaseView, requests: _Requests) -> dict[str, Any] | None:
         "request": requests.judge.inline() if requests.judge else None,
         "response": requests.judge_response.inline() if requests.judge_response else None,
     }
+
+
+def _awaiting_block(view: CaseView) -> dict[str, Any]:
+    """A judge block with no scores: the answer waits for its batch judgment (never 0)."""
+    return {"judge": None, "scored": False, "correctness": None, "citation_support": None,
+            "rationale": None, "awaiting": True,
+            "unscored_reason": "awaiting judgment: the run's batch judge has not returned it "
+                               "yet (`parquet-agent judge RUN --batch` or a resume polls it)",
+            "checks": {}, "provenance": {}, "request_path": None, "response_path": None,
+            "judgments_recorded": view.judgments_recorded, "verdict": None, "judging": RUN_JUDGE,
+            "judgments": [], "request": None, "response": None}
 
 
 def _inline(raw: RawFile | None) -> dict[str, Any] | None:

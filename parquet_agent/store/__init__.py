@@ -17,7 +17,8 @@ Modules: `blobs` (content-addressed raw store), `journal` (journal files; the ev
 codec are `parquet_agent.transcript`'s), `manifest` (freeze, code hash, resume comparison), `run`
 (`Run`), `fold` (journals -> case views and run figures: the one fold), `frames` (DataFrames and
 summary, from the fold), `tables` (the frames as Parquet/CSV files: `export --tables`),
-`runstore` (`RunStore`), `compare` (two runs paired by case id). Durable
+`runstore` (`RunStore`), `compare` (two runs paired by case id), `judging` (re-judging a
+saved run), `pending` (the run's own judgments awaiting a batch: `[judge] batch = true`). Durable
 file primitives are the shared `parquet_agent.files`. The folder layout is the run-directory
 contract of DESIGN.md.
 

@@ -12,7 +12,8 @@ report), `Run.summary()`, `cases_df()`, `attempts_df()`, `tool_calls_df()`, the 
 explorer and the comparison all read these views; none counts on its own.
 
 Rules: only what the journal holds. A case without `case_finished` is `incomplete` with no
-answer; scores only from a scored judgment (the last one counts); tool counts as the agent
+answer; scores only from a scored judgment (the last one counts); a finished case whose
+answer waits for a batch judgment is `awaiting_judgment` (no scores yet, counted apart); tool counts as the agent
 recorded them in `case_finished`, else the transcript's `tally` over the journal; an unknown cost
 stays unknown (None), never 0; a case's wall time is the time it ran in each session, never
 the gap between a kill and its resume (`running_ms`). Deterministic: no clock reads.
@@ -40,6 +41,7 @@ from parquet_agent.transcript import (
     GateEvaluation,
     JudgeAttempt,
     Judgment,
+    JudgmentPending,
     ModelAttempt,
     ModelTurn,
     RunFinished,
@@ -108,6 +110,9 @@ class CaseView:
     cost: dict[str, Any]  # usd (None if any unknown), known_usd, unknown_attempts, ...
     timing: dict[str, Any]  # started_at, ended_at, wall_ms, model_ms, judge_ms, tool_ms
     gate_evaluations: tuple[GateEvaluation, ...] = ()  # the action gate's, in journal order
+    # `[judge] batch`: the answer waits for the run's judge (a JudgmentPending and no run
+    # judgment yet): never scored 0, never "unscored" as if the judge had failed
+    awaiting_judgment: bool = False
 
     @property
     def scored(self) -> bool:
@@ -271,6 +276,9 @@ def fold_case(case_id: str, events: tuple[Event, ...],
                  if isinstance(e.payload, ModelTurn)}
     turns = [by_number[n] for n in sorted(by_number)]
     judgments = [e.payload for e in events if isinstance(e.payload, Judgment)]
+    awaiting = (finished is not None and any(isinstance(e.payload, JudgmentPending)
+                                             for e in events)
+                and not any(j.judging is None for j in judgments))
     judgments += list(appended)
     chosen = [j for j in judgments if j.judging == judging]
     failures = [(e.at, e.payload) for e in events if isinstance(e.payload, CaseFailed)]
@@ -303,7 +311,8 @@ def fold_case(case_id: str, events: tuple[Event, ...],
                 for k in TOKEN_KINDS},
         cost=_cost(attempts, answer, judge),
         timing=_timing(events, started, finished, answer, judge, tools),
-        gate_evaluations=tuple(e.payload for e in events if isinstance(e.payload, GateEvaluation)))
+        gate_evaluations=tuple(e.payload for e in events if isinstance(e.payload, GateEvaluation)),
+        awaiting_judgment=awaiting)
 
 
 # -- the run ----------------------------------------------------------------------------------
@@ -369,6 +378,9 @@ def verdict_figures(cases: list[CaseView]) -> dict[str, Any]:
         out[v] = verdicts.count(v)
         out[f"{v}_rate"] = num(verdicts.count(v) / len(verdicts)) if verdicts else None
     out["abstained_answerable"] = sum(c.abstained_answerable for c in cases)
+    awaiting = sum(c.awaiting_judgment for c in cases)
+    if awaiting:  # only runs judged by batch have the key (older exports stay as they were)
+        out["awaiting_judgment"] = awaiting
     return out
 
 

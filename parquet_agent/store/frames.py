@@ -160,7 +160,7 @@ CASE_COLUMNS = [*KEYS, "provider", "actual_model", "question", "reference_answer
                 "cached_tokens", "reasoning_tokens", "cache_write_tokens", "cost_usd",
                 "cost_unknown_attempts",
                 "wall_ms", "started_at", "ended_at", "finished", "sessions", "api_attempts",
-                "cost_usd_known"]
+                "cost_usd_known", "awaiting_judgment"]
 
 
 def cases_frame(run: Run, fold: RunFold | None = None) -> pd.DataFrame:
@@ -171,7 +171,8 @@ def cases_frame(run: Run, fold: RunFold | None = None) -> pd.DataFrame:
         "question": c.started.question if c.started else None,
         "reference_answer": c.started.reference_answer if c.started else None,
         "ended_at": c.timing["ended_at"], "finished": c.finished, "sessions": c.sessions,
-        "api_attempts": len(c.attempts), "cost_usd_known": c.cost["known_usd"]}
+        "api_attempts": len(c.attempts), "cost_usd_known": c.cost["known_usd"],
+        "awaiting_judgment": c.awaiting_judgment}
             for c in fold.cases]
     frame = pd.DataFrame(rows, columns=CASE_COLUMNS)
     for col in ("correctness", "citation_support", "cost_usd", "wall_ms"):

@@ -19,7 +19,9 @@ byte for byte as they were):
 The judge sees what the run's judge saw, rebuilt from the case journal: question, reference
 answer and gold evidence (`case_started`), the final answer (`case_finished`), every tool output
 as recorded; the cited spans' text and `answerable` come from the run's own judge request when
-the case was judged (no corpus read), else the spans are left unlooked-up (said in provenance).
+the case was judged, or from its `judgment_pending` event when it awaits a batch judgment (no
+corpus read), else the spans are left unlooked-up (said in provenance). `verdict_events` is
+the one way a verdict becomes journal events (the run's judge, batch or not, and re-judgings).
 No agent is called. The judging id is the judge's name and a hash of its provenance, so the same
 judge again resumes its journal: a (case, repeat) already judged is never asked again; only a
 request in flight at a kill can be (one at a time); by batch, the ledger finds the batch id
@@ -42,7 +44,7 @@ from parquet_agent.judge.batch import judge_in_batches
 from parquet_agent.models.batch import FileLedger, Polling
 from parquet_agent.store.journal import Journal, read_journal
 from parquet_agent.transcript import (CaseFinished, CaseStarted, JudgeAttempt, Judgment,
-                                      ToolCallEvent)
+                                      JudgmentPending, ToolCallEvent)
 from parquet_agent.transcript.rawview import judge_input, parse_record, wire_body
 
 if TYPE_CHECKING:
@@ -84,6 +86,10 @@ def case_input(run: Run, case_id: str) -> tuple[JudgeInput | None, str | None, d
                      for p in (e.payload for e in events) if isinstance(p, ToolCallEvent))
     own = [e.payload for e in events if isinstance(e.payload, Judgment) and e.payload.request_path]
     original = _original_input(run, own[-1].request_path) if own else None
+    waiting = [e.payload for e in events if isinstance(e.payload, JudgmentPending)]
+    if original is None and waiting:  # batch judging: what the case recorded for its judge
+        original = {"cited_spans": waiting[-1].cited_spans,
+                    "answerable": waiting[-1].answerable}
     notes: dict[str, Any] = {}
     spans = tuple((original or {}).get("cited_spans") or ())
     if original is None and citations(finished[-1].answer):
@@ -169,14 +175,22 @@ def _judge_cases(run, judge, jid, journal, cases, repeat, batch, primary, pollin
 def _events(verdict: Verdict, jid: str, case_id: str, repeat: int,
             notes: dict[str, Any]) -> list[Any]:
     provenance = {**verdict.provenance, "judging": jid, "judged_at": utc_now(), **notes}
+    return verdict_events(verdict, verdict.provenance.get("judge", jid), provenance=provenance,
+                          case_id=case_id, judging=jid, repeat=repeat)
+
+
+def verdict_events(verdict: Verdict, judge: str, *, provenance: dict[str, Any] | None = None,
+                   **judging: Any) -> list[Any]:
+    """A verdict as journal events: its judge attempts, then the `Judgment` (`judging`: the
+    re-judging fields `case_id`, `judging`, `repeat`; none for the run's own judge)."""
     return [*(JudgeAttempt(label=a.label, attempt=a) for a in verdict.attempts),
-            Judgment(judge=verdict.provenance.get("judge", jid),
-                     correctness=verdict.correctness,
+            Judgment(judge=judge, correctness=verdict.correctness,
                      citation_support=verdict.citation_support, rationale=verdict.rationale,
                      scored=verdict.scored, unscored_reason=verdict.unscored_reason,
                      request_path=verdict.request_path, response_path=verdict.response_path,
-                     checks=verdict.checks, provenance=provenance, verdict=verdict.verdict,
-                     case_id=case_id, judging=jid, repeat=repeat)]
+                     checks=verdict.checks,
+                     provenance=verdict.provenance if provenance is None else provenance,
+                     verdict=verdict.verdict, **judging)]
 
 
 def _judgments(path: Path) -> list[Judgment]:

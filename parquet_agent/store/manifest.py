@@ -14,7 +14,8 @@ edited manifest. It is written atomically, once, and never rewritten.
 `compare_frozen(old, new)` lists every difference in words ("config.limits.max_tool_calls: 12 ->
 8", "corpus file 2025-01.parquet changed", "prompt 'judge' changed", "code changed"). Fields that
 cannot change results may differ on resume, and are listed apart (`allowed=`) so the resume can
-record them: `limits.case_workers`, `limits.data_workers`, the experiment's display `name`, and
+record them: `limits.case_workers`, `limits.data_workers`, the experiment's display `name`,
+how long a batch-judged run waits for its batch (`judge.batch_wait_s`), and
 the port of a model's or the judge's `base_url` (a local server restarted elsewhere); the
 snapshot's `taken_at` and file `mtime_ns` are ignored (a touched but identical file is the same
 input). Everything else (model, prompt, tools, judge, questions, code) is refused.
@@ -40,7 +41,7 @@ TRACKED_PACKAGES = ("parquet_agent", "duckdb", "pyarrow", "pandas", "numpy", "py
 RESUME_IGNORED = {("config", "engine")}
 RECORDED_FIELDS = ("engine",)  # in the manifest, not compared on resume
 RESUME_ALLOWED = {("config", "limits", "case_workers"), ("config", "limits", "data_workers"),
-                  ("config", "name")}
+                  ("config", "name"), ("config", "judge", "batch_wait_s")}
 FROZEN_FIELDS = ("question_ids", "corpus_snapshot", "code_hash", "prompt_hashes",
                  "package_versions", "sandbox_mode")
 

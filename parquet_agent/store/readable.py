@@ -33,8 +33,8 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     import pandas as pd
 
     def interval(row: pd.Series, name: str) -> str:
-        if pd.isna(row[name]):
-            return "unscored"
+        if pd.isna(row[name]):  # no score: the batch judge has not answered yet, or none did
+            return "awaiting judgment" if row.get("awaiting_judgment", 0) > 0 else "unscored"
         return f"{row[name]:.1f} [{row[name + '_low']:.1f}, {row[name + '_high']:.1f}]"
 
     rows = [r for _, r in summary.iterrows()]

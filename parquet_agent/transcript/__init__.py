@@ -33,6 +33,7 @@ from parquet_agent.transcript.events import (
     GateEvaluation,
     JudgeAttempt,
     Judgment,
+    JudgmentPending,
     ModelAttempt,
     ModelTurn,
     Role,
@@ -52,7 +53,7 @@ from parquet_agent.transcript.replay import (
 __all__ = [
     "ANSWER_ROLES", "ATTEMPT_TYPES", "CASE_STATUSES", "PAYLOAD_TYPES", "ROLES", "SCHEMA_VERSION",
     "TOOL_COUNT_FIELDS", "CaseFailed", "CaseFinished", "CaseReplay", "CaseSealed", "CaseStarted",
-    "CorpusDrift", "Event", "GateEvaluation", "JournalWriter", "JudgeAttempt", "Judgment", "ModelAttempt",
+    "CorpusDrift", "Event", "GateEvaluation", "JournalWriter", "JudgeAttempt", "Judgment", "JudgmentPending", "ModelAttempt",
     "ModelTurn", "Role", "RunFinished", "RunStarted", "ToolCallEvent", "ToolCounts",
     "UnknownEvent", "attempt_from_dict", "decode_line", "decode_payload", "encode",
     "encode_line", "plain", "reply_from_dict", "tally", "upgrade",

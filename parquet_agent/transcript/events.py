@@ -14,8 +14,12 @@ its event kind in `EVENT` (the `event` field of its journal line), so readers te
                      just before its ToolCallEvent (`tools.action_gate`)
     ToolCallEvent    one per tool response produced (incl. validation errors, budget rejects)
     JudgeAttempt     one per judge HTTP attempt (role `judge`)
+    JudgmentPending  with `[judge] batch = true`: the answer awaits its judgment by batch,
+                     with what the judge needs that the journal does not hold (the cited
+                     spans' corpus text, whether the question is answerable)
     Judgment         scores (None = unscored, never 0), rationale, checks, provenance;
-                     re-judging appends another; the last one counts
+                     re-judging appends another; the last one counts. A batch judgment is
+                     appended after `case_finished`, when the batch returns it
     CaseFailed       an exception stopped the case in this session (it is redone on resume)
     CaseFinished     the last event of a done case: status complete|incomplete|failed, reason
 
@@ -149,6 +153,19 @@ class Judgment:
 
 
 @dataclass(frozen=True)
+class JudgmentPending:
+    """The answer waits for the run's judge to judge it by batch (`store.pending`); written
+    before `case_finished`. `cited_spans`: the corpus text at each span the answer cites (None
+    where it does not exist), looked up while the case's tools were open."""
+
+    EVENT: ClassVar[str] = "judgment_pending"
+    label: str  # the judge request's label, `<case-id>/judge`
+    cited_spans: list[dict[str, Any]] = field(default_factory=list)
+    answerable: bool = True
+    how: str = "batch"
+
+
+@dataclass(frozen=True)
 class CaseFailed:
     EVENT: ClassVar[str] = "case_failed"
     error_type: str
@@ -215,7 +232,8 @@ class CaseSealed:
 
 PAYLOAD_TYPES: tuple[type, ...] = (
     CaseStarted, ModelAttempt, JudgeAttempt, ModelTurn, ToolCallEvent, Judgment, CaseFailed,
-    CaseFinished, RunStarted, CorpusDrift, RunFinished, CaseSealed, GateEvaluation)
+    CaseFinished, RunStarted, CorpusDrift, RunFinished, CaseSealed, GateEvaluation,
+    JudgmentPending)
 ATTEMPT_TYPES = (ModelAttempt,)  # JudgeAttempt is a ModelAttempt: one HTTP attempt each
 
 

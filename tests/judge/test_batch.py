@@ -51,3 +51,29 @@ def test_batch_judging_repairs_in_the_next_round_and_leaves_failures_pending(
     assert all("batch price" in a.cost.note for a in repaired.attempts)
     assert list(pending) == ["Q3__m__sql/judge"] and "injected failure" in pending[
         "Q3__m__sql/judge"]
+
+
+def test_a_resume_with_more_requests_polls_the_first_batch_for_its_own(provider, server_for,
+                                                                       tmp_path):
+    """Requests of a batch still running go back into exactly that batch (the same input file),
+    the new ones into a batch of their own: a run resumed after more cases finished never pays
+    twice. Before, all of them went into one new batch."""
+    fb = FakeBatches(lambda custom_id, body: _reply(provider, GOOD), polls=10_000)
+    inputs = {f"Q{i}__m__sql/judge": JudgeInput(f"q{i}", "$5", "$5", (), ()) for i in (1, 2, 3)}
+    first_two = {k: v for k, v in inputs.items() if not k.startswith("Q3")}
+    ledger = FileLedger(tmp_path / "batches.jsonl")
+    with server_for([]) as server:
+        server.batches = fb
+        judge = Judge(make_model(provider, server))
+        verdicts, pending = judge_in_batches(judge, first_two, DirectorySink(tmp_path), ledger,
+                                             polling=Polling(poll_s=0.001, max_wait_s=0))
+        assert not verdicts and len(pending) == 2 and fb.created == 1
+        first = next(iter(fb.batches.values()))
+        first.polls_left = 0
+        fb.polls = 0
+        verdicts, pending = judge_in_batches(judge, inputs, DirectorySink(tmp_path), ledger,
+                                             polling=Polling(poll_s=0.001))
+    assert sorted(verdicts) == sorted(inputs) and not pending
+    assert fb.created == 2 and [len(b.items) for b in fb.batches.values()] == [2, 1]
+    assert "sent in" in verdicts["Q1__m__sql/judge"].attempts[0].notes[-1]
+    assert first.id in verdicts["Q1__m__sql/judge"].attempts[0].notes[-1]

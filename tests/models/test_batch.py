@@ -143,3 +143,18 @@ def test_only_the_requests_left_pending_go_into_a_new_batch(provider, server_for
 def test_a_model_without_a_batch_api_says_what_to_do():
     with pytest.raises(ConfigError, match="no batch API.*no --batch"):
         batch_api(ScriptedModel([]))
+
+
+def test_a_batch_that_expired_is_not_polled_again_its_requests_go_into_a_new_one(
+        provider, server_for, tmp_path):
+    """Before: the same requests after an expiry found the expired batch in the ledger and
+    stayed pending for ever (nothing was ever sent again)."""
+    fb = _batches(expire_after=0)
+    with server_for([]) as server:
+        server.batches = fb
+        expired, _, _ = _run(provider, server, tmp_path, _requests(2))
+        fb.expire_after = None
+        again, _, _ = _run(provider, server, tmp_path, _requests(2))
+    assert expired.state == "expired" and len(expired.pending) == 2
+    assert fb.created == 2 and not again.resumed and again.batch_id != expired.batch_id
+    assert len(again.results) == 2 and not again.pending

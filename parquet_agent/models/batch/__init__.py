@@ -17,7 +17,7 @@ from parquet_agent.models.batch.records import (
     FileLedger,
     ItemResult,
 )
-from parquet_agent.models.batch.runner import BatchOutcome, Polling, run_batch
+from parquet_agent.models.batch.runner import BatchOutcome, Polling, batch_groups, run_batch
 
 
 def batch_api(model: Any):
@@ -41,4 +41,4 @@ def batch_api(model: Any):
 
 
 __all__ = ["BatchItem", "BatchLedger", "BatchOutcome", "BatchStatus", "FileLedger",
-           "ItemResult", "Polling", "batch_api", "run_batch"]
+           "ItemResult", "Polling", "batch_api", "batch_groups", "run_batch"]

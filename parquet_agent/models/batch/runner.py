@@ -17,7 +17,9 @@ Resume: the batch's key is the hash of its input file. The ledger holds each bat
 (written before the first poll) and each seen to end; a call with the same requests finds the
 batch id there and polls or fetches it instead of creating (paying for) another one. A batch
 that expires, is cancelled or fails leaves its unanswered items in `pending` with the reason;
-sending those again is a new input file, so a new batch for them only.
+sending those again is a new input file, so a new batch for them only; the same input file
+after a batch that expired, was cancelled or failed is a new batch too. `batch_groups` splits a
+caller's pending requests back into the batches that hold them.
 
 Polling backs off from `poll_s` doubling to `max_poll_s`; after `max_wait_s` the still-running
 items are pending ("still running") and a later call picks the same batch up.
@@ -28,12 +30,15 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from parquet_agent.errors import ModelCallError
 from parquet_agent.files import utc_now
 from parquet_agent.models.batch.records import BatchItem, BatchLedger, BatchStatus, ItemResult
 from parquet_agent.models.protocol import Attempt, Cost, ModelRequest, ModelResult, RawSink, Usage
+
+
+GONE = ("expired", "cancelled", "failed")  # batch states with nothing more to fetch
 
 
 @dataclass(frozen=True)
@@ -100,10 +105,35 @@ def run_batch(api: Any, requests: Mapping[str, ModelRequest], sink: RawSink,
 
 
 def _known(ledger: BatchLedger, key: str) -> dict[str, Any] | None:
-    """The batch created for this input file earlier, if any (the latest)."""
-    found = [r for r in ledger.records() if r.get("event") == "batch_submitted"
-             and r.get("key") == key]
+    """The batch created for this input file earlier, if any (the latest), unless it ended
+    with nothing more to give (expired, cancelled, failed): polling that one again would leave
+    its requests pending for ever, so they go into a new batch."""
+    records = ledger.records()
+    gone = {r.get("batch_id") for r in records if r.get("event") == "batch_ended"
+            and r.get("key") == key and r.get("state") in GONE}
+    found = [r for r in records if r.get("event") == "batch_submitted"
+             and r.get("key") == key and r.get("batch_id") not in gone]
     return found[-1] if found else None
+
+
+def batch_groups(ledger: BatchLedger, keys: Iterable[str]) -> list[list[str]]:
+    """`keys` split so that each batch still worth polling gets back exactly its own pending
+    requests (the same input file, so `run_batch` finds it in the ledger instead of paying
+    again): first each earlier batch's keys, in the order they were submitted (a key belongs to
+    the first batch that held it; a batch that expired, was cancelled or failed holds none),
+    then the keys no batch holds, together."""
+    records = ledger.records()
+    gone = {r.get("batch_id") for r in records if r.get("event") == "batch_ended"
+            and r.get("state") in GONE}
+    left, groups = set(keys), []
+    for record in records:
+        if record.get("event") != "batch_submitted" or record.get("batch_id") in gone:
+            continue
+        mine = left & set((record.get("items") or {}).values())
+        if mine:
+            groups.append(sorted(mine))
+            left -= mine
+    return groups + ([sorted(left)] if left else [])
 
 
 def _wait(api: Any, batch_id: str, sink: RawSink, name: str, polling: Polling,
