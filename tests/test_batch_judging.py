@@ -183,3 +183,30 @@ def test_a_run_killed_while_it_polls_resumes_the_same_batch(corpus, tmp_path):
     assert all(c.verdict == "correct" for c in cases if c.answer is not None)
     judged = [j for c in cases for j in c.judgments]
     assert len(judged) == sum(c.answer is not None for c in cases)  # each case judged once
+
+
+def test_a_request_the_batch_failed_stays_awaiting_with_the_reason_and_goes_alone_next_time(
+        corpus, tmp_path, capsys):
+    from parquet_agent.experiment import build_model_or_judge, config_judge
+    from parquet_agent.models.batch import Polling
+    from parquet_agent.models.fakes import openai_server
+    from parquet_agent.store.pending import judge_pending
+
+    fb = FakeBatches(lambda custom_id, body: _judgment("openai"), polls=0, failed={"r00001"})
+    with openai_server(lambda request: FakeReply(text="OK")) as server:
+        server.batches = fb
+        config = ExperimentConfig.from_toml(_config_toml(tmp_path, corpus, "openai",
+                                                         server.url, wait_s=60))
+        run = Experiment(config, env=JUDGE_KEY_ENV, progress=False).run(tmp_path / "runs" / "r")
+        waiting = [c for c in run.fold().cases if c.awaiting_judgment]
+        assert len(waiting) == 1 and fb.created == 1
+        err = capsys.readouterr().err  # the run said which case waits, and why
+        assert "1 still awaiting judgment" in err and "injected failure of r00001" in err
+        fb.failed = frozenset()
+        judge = config_judge(config, build_model_or_judge(config.judge, JUDGE_KEY_ENV))
+        with RunStore(run.dir.parent).open(run.dir, writable=True) as writable:
+            result = judge_pending(writable, judge, polling=Polling(poll_s=0.001))
+    assert result.judged == (waiting[0].case_id,) and not result.pending
+    assert fb.created == 2 and len(fb.batches[sorted(fb.batches)[-1]].items) == 1
+    cases, _ = _views(run.dir)
+    assert all(c.verdict == "correct" for c in cases if c.answer is not None)
