@@ -29,6 +29,7 @@ class TreeMemory:
         self._thread = threading.Thread(target=self._loop, name="tree-memory", daemon=True)
 
     def start(self) -> None:
+        self._sample()  # a peak from the start, however late the thread's first tick comes
         self._thread.start()
 
     def stop(self) -> None:

@@ -17,7 +17,8 @@ actor or worker process dies mid-case, the case's lease is withdrawn (its late w
 `case_failed` (`NodeLost`, retryable) is journaled, and the case is given to another node, where
 it replays its saved turns and tool results from the journal, and a response already durable in
 the driver's raw store but not yet journaled from that record (`store.unclaimed`): no successful
-model call is made twice. The lost actor is restarted by Ray once; if it comes back (its corpus
+model call is made twice. A node lost just after its case's `case_finished` was durable
+has finished that case: it counts as done (at the cost its journal recorded), not lost. The lost actor is restarted by Ray once; if it comes back (its corpus
 checked again) it takes cases again, otherwise it is dropped.
 
 What stays on the driver: the run folder (manifest, journals, raw store, ledger, exports), the
@@ -37,6 +38,7 @@ from typing import Any
 from parquet_agent.engine.ray_node import NodeWorker
 from parquet_agent.engine.ray_store import DriverStore, Mailbox, summarise_ms
 from parquet_agent.errors import EngineError
+from parquet_agent.store.fold import fold_case
 from parquet_agent.transcript import CaseFailed
 
 START_TIMEOUT_S = 300.0  # a node hashes its whole corpus before it says it is ready
@@ -251,18 +253,19 @@ class RayEngine:
                 raise store.fault from None
             raise exc.as_instanceof_cause() from None
         except (RayActorError, WorkerCrashedError) as exc:
-            node.lost += 1
             lease = store.lease(cid)  # the lost attempt's late writes are refused from now on
+            if node.state == "ready":  # its actor died: no case for it until it is back, checked
+                node.state = "probing"
+                probes[node.actor.info.remote()] = node
             if cid in run.completed_cases():
-                # the node died after its case_finished was durable: the case is done, and a
-                # re-run would finish it a second time
-                return {"cost": 0.0, "wall_ms": 0.0, "write_ms": []}
+                # the node died after its case_finished was durable: the case is done (a re-run
+                # would finish it a second time), at the cost its journal recorded; not lost
+                view = fold_case(cid, run.case_events(cid, resolve=False))
+                return {"cost": view.cost["usd"], "wall_ms": 0.0, "write_ms": []}
+            node.lost += 1
             store.apply(("append", cid, lease, ([CaseFailed(
                 "NodeLost", f"node {node.label} was lost mid-case ({type(exc).__name__}); the "
                 "case is re-run on another node from its journal", True)],)))
-            if node.state == "ready":
-                node.state = "probing"
-                probes[node.actor.info.remote()] = node
             return None
 
     def _probed(self, node: _Node, ref: Any) -> None:

@@ -5,8 +5,11 @@ Checked: a node's actor worker process killed mid-run (SIGKILL) -> every case co
 each answer turn is recorded once, the server saw a repeated call only for a case that was in
 flight on the killed process, `Run.verify()` is clean and the exports have the same shape as a
 local run's; a node whose corpus differs is refused by name and never used; the driver killed
-mid-run -> `--resume` on the local engine finishes the run; a whole node (its raylet) killed ->
-its cases finish on the other node. The cluster is stopped even when a test fails.
+mid-run -> `--resume` on the local engine finishes the run; a node lost just after its case's
+`case_finished` was durable -> that case counts done once; a whole node killed -> its cases
+finish on the other node. Each node kill is placed by construction (tests/engine/freeze.py: the
+processes frozen while the journals are read), not by timing. The cluster is stopped even when
+a test fails.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from parquet_agent.experiment_config import load_config
 from parquet_agent.models.fakes import DROP, openai_server
 from parquet_agent.store import RunStore
 from tests.conftest import fill_disk
+from tests.engine.freeze import kill_mid_case, open_cases, step_until_finished
 from tests.engine.grid import GridScript, harness_answers, write_config
 from tests.harness_corpus import make_harness_corpus
 from tests.window import last_node, replayed_attempts, stop_in_the_window
@@ -67,45 +71,37 @@ def _engine(cluster, case_workers: int = 2, **extra) -> str:
     return "[engine]\n" + "\n".join(lines) + "\n" + table
 
 
-def _node_workers(cluster, node: str) -> list[psutil.Process]:
-    """The NodeWorker actor processes running under node `node`'s raylet."""
+def _node_workers(cluster, node: str, actor: str = "NodeWorker") -> list[psutil.Process]:
+    """The `actor` processes (NodeWorker actors, or the Mailbox) under node `node`'s raylet."""
     found = []
     for raylet in cluster.node_processes(node):
         for proc in raylet.children(recursive=True):
             try:
-                if "NodeWorker" in " ".join(proc.cmdline()) or "NodeWorker" in proc.name():
+                if actor in " ".join(proc.cmdline()) or actor in proc.name():
                     found.append(proc)
             except psutil.Error:
                 continue
     return found
 
 
-def _started_on(run_dir: Path, node: str) -> bool:
-    """Whether a case journal of `run_dir` already has a case_started from `node`."""
-    for path in (run_dir / "journal").glob("*.jsonl"):
+def _whole_node(cluster, node: str) -> list[psutil.Process]:
+    """Every process of node `node`: its raylet and all the raylet's descendants."""
+    procs = []
+    for raylet in cluster.node_processes(node):
         try:
-            if f'"node":"{node}"' in path.read_text(errors="replace"):
-                return True
-        except OSError:  # sealed (renamed to .gz) while we looked
+            procs += [raylet, *raylet.children(recursive=True)]
+        except psutil.Error:
             continue
-    return False
+    return procs
 
 
-def _kill_when(script: GridScript, calls: int, victims, done: list,
-               run_dir: Path) -> threading.Thread:
-    """Kill `victims()` once the server saw `calls` answer calls and node-1 has a case."""
-    def kill() -> None:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and not (
-                sum(script.calls.values()) >= calls and _started_on(run_dir, "node-1")):
-            time.sleep(0.05)
-        for proc in victims():
-            proc.send_signal(signal.SIGKILL)
-            done.append(proc.pid)
-
-    thread = threading.Thread(target=kill, daemon=True)
-    thread.start()
-    return thread
+def _kill_mid_case(script: GridScript, calls: int, victims, killed: list,
+                   run_dir: Path) -> threading.Thread:
+    """Kill `victims()` once the server saw `calls` answer calls, at a moment node-1 has a
+    case in flight that cannot have finished (tests/engine/freeze.py: chosen with node-1
+    frozen, not by timing)."""
+    return kill_mid_case(run_dir, "node-1", victims,
+                         lambda: sum(script.calls.values()) >= calls, killed)
 
 
 def _events(run, name: str) -> list:
@@ -148,14 +144,14 @@ def test_a_killed_node_worker_reruns_its_cases_elsewhere_and_the_run_matches_a_l
     with openai_server(script) as server:
         config = write_config(tmp_path / "ray.toml", corpus, tmp_path / "runs", server.url,
                               engine=_engine(cluster))
-        killer = _kill_when(script, 10, lambda: _node_workers(cluster, "node-1"), killed,
-                            tmp_path / "runs" / "ray")
+        killer = _kill_mid_case(script, 10, lambda: _node_workers(cluster, "node-1"), killed,
+                                tmp_path / "runs" / "ray")
         run = Experiment.from_toml(config, env=ENV, progress=False).run(tmp_path / "runs" / "ray")
         killer.join(timeout=5)
-    assert killed, "the node-1 worker was never found to kill"
+    assert killed, "the node-1 worker never had a case in flight to kill it in"
     _check_complete_once(run)
     lost = [e for e in _events(run, "case_failed") if e.data["error_type"] == "NodeLost"]
-    assert lost, "no case was in flight on the killed worker"
+    assert lost, "the case in flight on the killed worker was not lost"
     assert all("node-1" in e.data["message"] for e in lost)
     # a call repeated at the server only where a lost case's in-flight call was cut off
     assert sum(n - 1 for n in script.duplicates().values()) <= len(lost)
@@ -348,6 +344,53 @@ def test_the_circuit_breaker_stops_a_dead_model_on_ray_too(cluster, corpus, tmp_
     assert not any(c in run.completed_cases() for c in started if "__fake-b__" in c)
 
 
+def test_a_node_lost_just_after_its_case_finished_counts_that_case_done_once(
+        cluster, corpus, tmp_path):
+    """The window of stop 21's CI failure, hit by construction (tests/engine/freeze.py): node-1's
+    worker dies after its case's `case_finished` is durable on the driver and before its result
+    reached the driver. The case is done on node-1 (not lost, not re-run, nothing paid twice),
+    counted once in the engine's figures; node-1's actor comes back and takes cases again. One
+    case per node at a time, so the killed worker has no other case in flight."""
+    script = GridScript(harness_answers(corpus), latency_s=0.05)
+    run_dir = tmp_path / "runs" / "finished"
+    caught: list[str | None] = []
+    running = threading.Event()
+    running.set()
+
+    def watch() -> None:  # from node-1's first case past its first tool call
+        while running.is_set() and not any(
+                "turn-02" in since for since in open_cases(run_dir, "node-1").values()):
+            time.sleep(0.005)
+        caught.append(step_until_finished(
+            run_dir, "node-1", lambda: _node_workers(cluster, "node-1"),
+            lambda: _node_workers(cluster, "node-0", "Mailbox"), running.is_set))
+
+    with openai_server(script) as server:
+        config = write_config(tmp_path / "ray.toml", corpus, tmp_path / "runs", server.url,
+                              engine=_engine(cluster, case_workers=1))
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            run = Experiment.from_toml(config, env=ENV, progress=False).run(run_dir)
+        finally:
+            running.clear()
+            watcher.join(timeout=60)
+    assert caught and caught[0], "the run finished before node-1 finished a case"
+    _check_complete_once(run)
+    started = [e.data.get("node") for e in run.all_events()[caught[0]]
+               if e.event == "case_started"]
+    assert started == ["node-1"], f"{caught[0]} was run again: {started}"
+    assert not _events(run, "case_failed"), "a case was recorded lost or failed"
+    assert script.duplicates() == {}, "a paid answer call was made twice"
+    finished = [e for e in run.run_events() if e.event == "run_finished"][-1].data["engine"]
+    assert sum(n["lost"] for n in finished["nodes"].values()) == 0
+    assert sum(n["cases"] for n in finished["nodes"].values()) == GRID
+    figures = run.run_figures()["nodes"]  # where each case finished, from the journals
+    assert {name: f["cases"] for name, f in figures.items()} == {
+        label.split("/")[0]: n["cases"] for label, n in finished["nodes"].items() if n["cases"]}
+    assert {e.data.get("node") for e in _events(run, "case_started")} == {"node-0", "node-1"}
+
+
 def test_a_whole_node_killed_mid_run_finishes_on_the_other(cluster, corpus, tmp_path):
     """Runs last: node-1 does not come back."""
     script = GridScript(harness_answers(corpus), latency_s=0.3)
@@ -355,11 +398,11 @@ def test_a_whole_node_killed_mid_run_finishes_on_the_other(cluster, corpus, tmp_
     with openai_server(script) as server:
         config = write_config(tmp_path / "ray.toml", corpus, tmp_path / "runs", server.url,
                               engine=_engine(cluster))
-        killer = _kill_when(script, 10, lambda: cluster.node_processes("node-1"), killed,
-                            tmp_path / "runs" / "n")
+        killer = _kill_mid_case(script, 10, lambda: _whole_node(cluster, "node-1"), killed,
+                                tmp_path / "runs" / "n")
         run = Experiment.from_toml(config, env=ENV, progress=False).run(tmp_path / "runs" / "n")
         killer.join(timeout=5)
-    assert killed, "node-1's raylet was never found to kill"
+    assert killed, "node-1 never had a case in flight to kill it in"
     _check_complete_once(run)
     lost = [e for e in _events(run, "case_failed") if e.data["error_type"] == "NodeLost"]
     assert lost and sum(n - 1 for n in script.duplicates().values()) <= len(lost)
