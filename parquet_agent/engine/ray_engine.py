@@ -17,9 +17,10 @@ actor or worker process dies mid-case, the case's lease is withdrawn (its late w
 `case_failed` (`NodeLost`, retryable) is journaled, and the case is given to another node, where
 it replays its saved turns and tool results from the journal, and a response already durable in
 the driver's raw store but not yet journaled from that record (`store.unclaimed`): no successful
-model call is made twice. A node lost just after its case's `case_finished` was durable
-has finished that case: it counts as done (at the cost its journal recorded), not lost. The lost actor is restarted by Ray once; if it comes back (its corpus
-checked again) it takes cases again, otherwise it is dropped.
+model call is made twice. A node lost just after its case's `case_finished` was durable has
+finished that case: it counts as done (at the cost its journal recorded), not lost. A lost actor
+is restarted by Ray once; if it comes back (its corpus checked again) it takes cases again,
+otherwise it is dropped.
 
 What stays on the driver: the run folder (manifest, journals, raw store, ledger, exports), the
 health checks, the corpus drift checks and the progress bar. Nodes get the config, questions and
