@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import tomllib
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -150,11 +151,23 @@ def test_latency_counts_each_session_of_a_case_never_the_gap_between_them(corpus
     run = RunStore(run_dir.parent).open(run_dir)
     cases = run.cases_df().set_index("case_id")
     assert (cases["status"] == "complete").all()
-    assert (cases["wall_ms"] < 2000).all(), cases["wall_ms"]  # no 2.5 s gap in any case
-    assert (run.summary()["latency_p50_ms"] < 2000).all()
-    for cid in retried:  # the sessions where it failed count too
-        last = [e for e in run.case_events(cid) if e.event == "case_finished"][-1]
+    for cid in retried:  # the sessions where it failed count too, the gaps between them not
+        events = run.case_events(cid)
+        last = [e for e in events if e.event == "case_finished"][-1]
         assert cases.loc[cid, "wall_ms"] > last.data["wall_ms"]
+        # from its first start to its last event: its three sessions and the two 2.5 s sleeps
+        # between them (a bound by construction, not a guess at how long a case takes here)
+        span_ms = (_instant(events[-1].at) - _instant(events[0].at)) * 1000
+        assert cases.loc[cid, "wall_ms"] <= span_ms - 2 * 2500, (cid, span_ms)
+    summary = run.summary()  # each cell's latency is a percentile of its cases' times
+    for _, cell in summary.iterrows():
+        walls = cases[(cases["model"] == cell["model"]) & (cases["strategy"] == cell["strategy"])]
+        assert walls["wall_ms"].min() <= cell["latency_p50_ms"] <= walls["wall_ms"].max()
+
+
+def _instant(at: str) -> float:
+    """Seconds since the epoch of a journal timestamp (`...Z`)."""
+    return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()
 
 
 def test_runs_command_and_list_show_status_counts_and_cost(corpus, tmp_path):

@@ -2,8 +2,9 @@
 turn journaled (issue 18): stop the processes running cases each time an answer response
 appears, look at the journals, and kill the one whose response is not journaled yet.
 
-Used by tests/test_replay_recorded_responses.py (a local run process) and
-tests/engine/test_ray_engine.py (a Ray node's worker)."""
+Used by tests/test_replay_recorded_responses.py (a local run process: stopped, it has no write
+on its way). The Ray test catches the window with tests/engine/freeze.py instead, since a Ray
+node's writes travel through the mailbox actor."""
 
 from __future__ import annotations
 

@@ -6,10 +6,10 @@ sent: a case thread waits for each of its store calls (`RemoteRun.call`), so tha
 write per case thread. A grid case (tests/engine/grid.py) whose journal has no `turn-03` yet
 needs many more writes before its `case_finished`: killed now, it is certainly lost mid-case.
 
-`step_until_finished` goes further for the window where a node dies just after its case's
-`case_finished` is durable on the driver and before its result reached the driver: it lets the
-node and the mailbox actor (which carries every node write to the driver and every reply back)
-run only in turns, so the node never sees a reply the journals did not show first.
+`step` goes further, for the windows between a write made durable on the driver and the node
+hearing of it (a case's `case_finished`; a paid response not yet journaled): it lets the nodes
+and the mailbox actor (which carries every node write to the driver and every reply back) run
+only in turns, so a node never acts on a reply the run folder did not show first.
 """
 
 from __future__ import annotations
@@ -127,36 +127,49 @@ def kill_mid_case(run_dir: Path, node: str, victims: Callable[[], list[psutil.Pr
     return thread
 
 
-def step_until_finished(run_dir: Path, node: str, node_procs: Callable[[], list[psutil.Process]],
-                        mailbox_procs: Callable[[], list[psutil.Process]],
-                        running: Callable[[], bool], *, settle_s: float = 0.2) -> str | None:
-    """Kill `node_procs()` just after one of `node`'s cases has its `case_finished` durable and
-    before the node can have seen the reply (so its result never reaches the driver); returns
-    that case id, or None if the run ended first.
+def step(look: Callable[[], object], kill: Callable[[object], None],
+         node_procs: Callable[[], list[psutil.Process]],
+         mailbox_procs: Callable[[], list[psutil.Process]], running: Callable[[], bool], *,
+         settle_s: float = 0.2) -> object:
+    """Run the nodes and the mailbox actor in turns until `look()` (called with both frozen)
+    returns something; then `kill(it)` before any node runs again, and return it (None if
+    the run ended first).
 
-    Invariant: the node runs only while the mailbox is frozen, and the mailbox only while the
-    node is frozen. A reply reaches the node only through the mailbox, and the driver replies
-    only after the write is durable; so a case the journals showed unfinished while the mailbox
-    was frozen has not been answered `case_finished` by the time the node next runs."""
-    node_procs_now = node_procs()
-    mailbox = mailbox_procs()
+    Invariant: a node runs only while the mailbox is frozen, and the mailbox only while the
+    nodes are frozen. Every reply to a node goes through the mailbox, and the driver replies
+    only once the write is durable; so what became durable since the previous look has not
+    been answered to any node yet: the node that asked cannot have acted on it."""
+    nodes, mailbox = node_procs(), mailbox_procs()
     freeze(mailbox)
-    pending = set(open_cases(run_dir, node))  # before the node can see another reply
-    freeze(node_procs_now)
+    freeze(nodes)
     try:
+        look()  # the state every later look is compared with
         while running():
-            signal_all(mailbox, signal.SIGCONT)  # the driver applies what the node sent
+            signal_all(mailbox, signal.SIGCONT)  # the driver applies what the nodes sent
             time.sleep(settle_s)
             freeze(mailbox)
-            done = sorted(c for c in pending if finished(run_dir, c))
-            if done:
-                signal_all(node_procs_now, signal.SIGKILL)
-                return done[0]
-            pending = set(open_cases(run_dir, node))
-            signal_all(node_procs_now, signal.SIGCONT)  # the node reads its replies, sends on
+            hit = look()
+            if hit is not None:
+                kill(hit)
+                return hit
+            signal_all(nodes, signal.SIGCONT)  # the nodes read their replies, send on
             time.sleep(settle_s)
-            freeze(node_procs_now)
+            freeze(nodes)
         return None
     finally:
-        signal_all(node_procs_now, signal.SIGCONT)  # no-op for the killed
+        signal_all(nodes, signal.SIGCONT)  # a no-op for the killed
         signal_all(mailbox, signal.SIGCONT)
+
+
+class FinishedSince:
+    """`look` for `step`: a case of `node` that was open at the previous look and has its
+    `case_finished` now (durable, and not yet answered to the node)."""
+
+    def __init__(self, run_dir: Path, node: str):
+        self.run_dir, self.node = run_dir, node
+        self.open: set[str] = set()
+
+    def __call__(self) -> str | None:
+        done = sorted(c for c in self.open if finished(self.run_dir, c))
+        self.open = set(open_cases(self.run_dir, self.node))
+        return done[0] if done else None

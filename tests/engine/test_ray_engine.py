@@ -35,10 +35,10 @@ from parquet_agent.experiment_config import load_config
 from parquet_agent.models.fakes import DROP, openai_server
 from parquet_agent.store import RunStore
 from tests.conftest import fill_disk
-from tests.engine.freeze import kill_mid_case, open_cases, step_until_finished
+from tests.engine.freeze import FinishedSince, kill_mid_case, open_cases, step
 from tests.engine.grid import GridScript, harness_answers, write_config
 from tests.harness_corpus import make_harness_corpus
-from tests.window import last_node, replayed_attempts, stop_in_the_window
+from tests.window import answer_responses, last_node, replayed_attempts
 
 pytestmark = pytest.mark.ray
 pytest.importorskip("ray", reason="Ray is not installed here: pip install 'parquet_agent[ray]' "
@@ -82,6 +82,19 @@ def _node_workers(cluster, node: str, actor: str = "NodeWorker") -> list[psutil.
             except psutil.Error:
                 continue
     return found
+
+
+def _mailbox(cluster) -> list[psutil.Process]:
+    """The Mailbox actor's process (on the driver's node, the head)."""
+    return _node_workers(cluster, "node-0", "Mailbox")
+
+
+def _kill(procs: list[psutil.Process]) -> None:
+    for proc in procs:
+        try:
+            proc.send_signal(signal.SIGKILL)
+        except psutil.Error:
+            continue
 
 
 def _whole_node(cluster, node: str) -> list[psutil.Process]:
@@ -244,31 +257,43 @@ def test_a_killed_driver_is_finished_by_a_local_resume(cluster, corpus, tmp_path
 def test_a_response_durable_on_the_driver_but_not_journaled_is_replayed_not_paid_again(
         cluster, corpus, tmp_path):
     """The node dies after its answer's response reached the driver's raw store and before the
-    turn was journaled: the case re-runs on the other node from its journal and the raw records,
-    and the server sees no answer call twice. One case per node at a time, so the killed worker
-    has no other call in flight."""
+    turn was journaled (certainly: killed before it heard the write was done, tests/engine/
+    freeze.py): the case re-runs on the other node from its journal and the raw records, and the
+    server sees no answer call twice. One case per node at a time, so the killed worker has no
+    other call in flight."""
     script = GridScript(harness_answers(corpus), latency_s=0.05)
     run_dir = tmp_path / "runs" / "window"
-    workers = lambda: [p.pid for n in ("node-0", "node-1") for p in _node_workers(cluster, n)]
+    workers = lambda: [p for n in ("node-0", "node-1") for p in _node_workers(cluster, n)]
     caught: list[str | None] = []
+    seen: list[set[str]] = []
 
-    def kill(response: str) -> None:
-        for proc in _node_workers(cluster, last_node(run_dir, response)):
-            proc.send_signal(signal.SIGKILL)
+    def fresh_response() -> str | None:
+        """An answer response made durable since the previous look (no node has its reply)."""
+        now = answer_responses(run_dir)
+        fresh = sorted(now - seen[-1]) if seen else []
+        seen.append(now)
+        return fresh[0] if fresh else None
+
+    def watch() -> None:  # once the run's nodes run cases
+        while running.is_set() and not (open_cases(run_dir, "node-0")
+                                        or open_cases(run_dir, "node-1")):
+            time.sleep(0.005)
+        caught.append(step(
+            fresh_response, lambda r: _kill(_node_workers(cluster, last_node(run_dir, r))),
+            workers, lambda: _mailbox(cluster), running.is_set))
 
     with openai_server(script) as server:
         config = write_config(tmp_path / "ray.toml", corpus, tmp_path / "runs", server.url,
                               engine=_engine(cluster, case_workers=1))
         running = threading.Event()
         running.set()
-        watcher = threading.Thread(target=lambda: caught.append(stop_in_the_window(
-            run_dir, workers, kill, running.is_set, settle_s=0.5)), daemon=True)
+        watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
         try:
             run = Experiment.from_toml(config, env=ENV, progress=False).run(run_dir)
         finally:
             running.clear()
-            watcher.join(timeout=30)
+            watcher.join(timeout=60)
     assert caught and caught[0], "the run finished before a response was caught unjournaled"
     _check_complete_once(run)
     assert script.duplicates() == {}, "a paid answer call was made twice"
@@ -361,9 +386,9 @@ def test_a_node_lost_just_after_its_case_finished_counts_that_case_done_once(
         while running.is_set() and not any(
                 "turn-02" in since for since in open_cases(run_dir, "node-1").values()):
             time.sleep(0.005)
-        caught.append(step_until_finished(
-            run_dir, "node-1", lambda: _node_workers(cluster, "node-1"),
-            lambda: _node_workers(cluster, "node-0", "Mailbox"), running.is_set))
+        caught.append(step(
+            FinishedSince(run_dir, "node-1"), lambda _: _kill(_node_workers(cluster, "node-1")),
+            lambda: _node_workers(cluster, "node-1"), lambda: _mailbox(cluster), running.is_set))
 
     with openai_server(script) as server:
         config = write_config(tmp_path / "ray.toml", corpus, tmp_path / "runs", server.url,
