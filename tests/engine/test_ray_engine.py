@@ -382,9 +382,8 @@ def test_a_node_lost_just_after_its_case_finished_counts_that_case_done_once(
     running = threading.Event()
     running.set()
 
-    def watch() -> None:  # from node-1's first case past its first tool call
-        while running.is_set() and not any(
-                "turn-02" in since for since in open_cases(run_dir, "node-1").values()):
+    def watch() -> None:  # from node-1's first case on
+        while running.is_set() and not open_cases(run_dir, "node-1"):
             time.sleep(0.005)
         caught.append(step(
             FinishedSince(run_dir, "node-1"), lambda _: _kill(_node_workers(cluster, "node-1")),
