@@ -117,6 +117,34 @@ def _kill_mid_case(script: GridScript, calls: int, victims, killed: list,
                          lambda: sum(script.calls.values()) >= calls, killed)
 
 
+def _stepped_run(cluster, corpus: Path, tmp_path: Path, script: GridScript, run_dir: Path,
+                 nodes: tuple[str, ...], look, kill):
+    """Run the grid one case per node; from the first case on `nodes`, step their workers and
+    the mailbox in turns (tests/engine/freeze.py `step`) until `look()` finds its window, where
+    `kill` acts. Returns the run and what `look` found (None: the run ended first)."""
+    caught: list = []
+    running = threading.Event()
+    running.set()
+
+    def watch() -> None:
+        while running.is_set() and not any(open_cases(run_dir, n) for n in nodes):
+            time.sleep(0.005)
+        workers = lambda: [p for n in nodes for p in _node_workers(cluster, n)]
+        caught.append(step(look, kill, workers, lambda: _mailbox(cluster), running.is_set))
+
+    with openai_server(script) as server:
+        config = write_config(tmp_path / "ray.toml", corpus, tmp_path / "runs", server.url,
+                              engine=_engine(cluster, case_workers=1))
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            run = Experiment.from_toml(config, env=ENV, progress=False).run(run_dir)
+        finally:
+            running.clear()
+            watcher.join(timeout=60)
+    return run, (caught[0] if caught else None)
+
+
 def _events(run, name: str) -> list:
     return [e for evs in run.all_events().values() for e in evs if e.event == name]
 
@@ -263,8 +291,6 @@ def test_a_response_durable_on_the_driver_but_not_journaled_is_replayed_not_paid
     other call in flight."""
     script = GridScript(harness_answers(corpus), latency_s=0.05)
     run_dir = tmp_path / "runs" / "window"
-    workers = lambda: [p for n in ("node-0", "node-1") for p in _node_workers(cluster, n)]
-    caught: list[str | None] = []
     seen: list[set[str]] = []
 
     def fresh_response() -> str | None:
@@ -274,30 +300,13 @@ def test_a_response_durable_on_the_driver_but_not_journaled_is_replayed_not_paid
         seen.append(now)
         return fresh[0] if fresh else None
 
-    def watch() -> None:  # once the run's nodes run cases
-        while running.is_set() and not (open_cases(run_dir, "node-0")
-                                        or open_cases(run_dir, "node-1")):
-            time.sleep(0.005)
-        caught.append(step(
-            fresh_response, lambda r: _kill(_node_workers(cluster, last_node(run_dir, r))),
-            workers, lambda: _mailbox(cluster), running.is_set))
-
-    with openai_server(script) as server:
-        config = write_config(tmp_path / "ray.toml", corpus, tmp_path / "runs", server.url,
-                              engine=_engine(cluster, case_workers=1))
-        running = threading.Event()
-        running.set()
-        watcher = threading.Thread(target=watch, daemon=True)
-        watcher.start()
-        try:
-            run = Experiment.from_toml(config, env=ENV, progress=False).run(run_dir)
-        finally:
-            running.clear()
-            watcher.join(timeout=60)
-    assert caught and caught[0], "the run finished before a response was caught unjournaled"
+    run, caught = _stepped_run(
+        cluster, corpus, tmp_path, script, run_dir, ("node-0", "node-1"), fresh_response,
+        lambda response: _kill(_node_workers(cluster, last_node(run_dir, response))))
+    assert caught, "the run finished before a response was caught unjournaled"
     _check_complete_once(run)
     assert script.duplicates() == {}, "a paid answer call was made twice"
-    assert [a["response_path"] for a in replayed_attempts(run)] == [caught[0]]
+    assert [a["response_path"] for a in replayed_attempts(run)] == [caught]
     lost = [e for e in _events(run, "case_failed") if e.data["error_type"] == "NodeLost"]
     assert len(lost) == 1
 
@@ -378,32 +387,13 @@ def test_a_node_lost_just_after_its_case_finished_counts_that_case_done_once(
     case per node at a time, so the killed worker has no other case in flight."""
     script = GridScript(harness_answers(corpus), latency_s=0.05)
     run_dir = tmp_path / "runs" / "finished"
-    caught: list[str | None] = []
-    running = threading.Event()
-    running.set()
-
-    def watch() -> None:  # from node-1's first case on
-        while running.is_set() and not open_cases(run_dir, "node-1"):
-            time.sleep(0.005)
-        caught.append(step(
-            FinishedSince(run_dir, "node-1"), lambda _: _kill(_node_workers(cluster, "node-1")),
-            lambda: _node_workers(cluster, "node-1"), lambda: _mailbox(cluster), running.is_set))
-
-    with openai_server(script) as server:
-        config = write_config(tmp_path / "ray.toml", corpus, tmp_path / "runs", server.url,
-                              engine=_engine(cluster, case_workers=1))
-        watcher = threading.Thread(target=watch, daemon=True)
-        watcher.start()
-        try:
-            run = Experiment.from_toml(config, env=ENV, progress=False).run(run_dir)
-        finally:
-            running.clear()
-            watcher.join(timeout=60)
-    assert caught and caught[0], "the run finished before node-1 finished a case"
+    run, caught = _stepped_run(cluster, corpus, tmp_path, script, run_dir, ("node-1",),
+                               FinishedSince(run_dir, "node-1"),
+                               lambda _: _kill(_node_workers(cluster, "node-1")))
+    assert caught, "the run finished before node-1 finished a case"
     _check_complete_once(run)
-    started = [e.data.get("node") for e in run.all_events()[caught[0]]
-               if e.event == "case_started"]
-    assert started == ["node-1"], f"{caught[0]} was run again: {started}"
+    started = [e.data.get("node") for e in run.all_events()[caught] if e.event == "case_started"]
+    assert started == ["node-1"], f"{caught} was run again: {started}"
     assert not _events(run, "case_failed"), "a case was recorded lost or failed"
     assert script.duplicates() == {}, "a paid answer call was made twice"
     finished = [e for e in run.run_events() if e.event == "run_finished"][-1].data["engine"]
