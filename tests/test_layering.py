@@ -1,5 +1,6 @@
 """Imports flow one way: lower layers never import higher ones, modules form no import cycle,
-and no module imports another module's private (`_name`) names.
+and no module imports another module's private (`_name`) names. And the house's size rules:
+no module over 500 lines, no function over 80 (docs/STYLE: small modules with one job).
 
 Every `import` / `from ... import` of every module under `parquet_agent/` is read with `ast`,
 module-level and lazy ones alike (inside functions, methods and `if TYPE_CHECKING:` blocks:
@@ -213,6 +214,32 @@ def test_no_module_imports_another_modules_private_names():
                        "live, or move them):\n" + describe(found))
 
 
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+
+
+def oversized(path: Path, root: Path) -> list[str]:
+    """`file: N lines` for a module over MAX_MODULE_LINES and `file:line name(): N lines` for
+    each function or method (nested ones too, decorators included) over MAX_FUNCTION_LINES."""
+    text = path.read_text(encoding="utf-8")
+    rel = path.relative_to(root).as_posix()
+    found = []
+    if len(text.splitlines()) > MAX_MODULE_LINES:
+        found.append(f"{rel}: {len(text.splitlines())} lines")
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            if node.end_lineno - start + 1 > MAX_FUNCTION_LINES:
+                found.append(f"{rel}:{start} {node.name}(): {node.end_lineno - start + 1} lines")
+    return found
+
+
+def test_no_module_over_500_lines_and_no_function_over_80():
+    found = [f for path in sorted(PACKAGE.rglob("*.py")) for f in oversized(path, PACKAGE.parent)]
+    assert not found, ("over the size rules (split the module by job, the function by step):\n"
+                       + "\n".join(f"  {f}" for f in found))
+
+
 # -- the checker checks what it claims ------------------------------------------------------------
 
 
@@ -236,3 +263,16 @@ def test_checker_sees_lazy_relative_and_private_imports(tmp_path):
     loop = [Edge("a.x", "a.y", "a/x.py", 1, ()), Edge("a.y", "a.x", "a/y.py", 2, ()),
             Edge("a.y", "a.z", "a/y.py", 3, ())]
     assert cycles(loop) == [loop[:2]]
+
+
+def test_size_checker_counts_modules_functions_and_methods(tmp_path):
+    lines = ["def fits():", *(f"    x = {i}" for i in range(79)),  # 80 lines: allowed
+             "class K:", "    @staticmethod", "    def method():",  # 81 with its decorator
+             *(f"        y = {i}" for i in range(79))]
+    lines += [""] * (MAX_MODULE_LINES + 1 - len(lines))
+    module = tmp_path / "big.py"
+    module.write_text("\n".join(lines) + "\n")
+    assert oversized(module, tmp_path) == [f"big.py: {MAX_MODULE_LINES + 1} lines",
+                                           "big.py:82 method(): 81 lines"]
+    module.write_text("\n".join(lines[:MAX_MODULE_LINES - 1]) + "\n")
+    assert oversized(module, tmp_path) == ["big.py:82 method(): 81 lines"]

@@ -28,9 +28,10 @@ Never `report`, `experiment`, `explore` or the CLI.
 """
 
 from parquet_agent.store.blobs import RawStats, RawStore, read_raw
+from parquet_agent.store.casejournal import CaseJournal
 from parquet_agent.store.journal import Journal, JournalRead, read_journal
 from parquet_agent.store.manifest import code_hash, compare_frozen, freeze, package_versions
-from parquet_agent.store.run import CaseJournal, Run, VerifyReport
+from parquet_agent.store.run import Run, VerifyReport
 from parquet_agent.store.runstore import RunStore
 
 # the event records are the transcript's; re-exported here, where runs are written and read

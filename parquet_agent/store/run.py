@@ -31,7 +31,6 @@ A case is done when its journal has `case_finished`; a case with `case_failed` b
 from __future__ import annotations
 
 import json
-import re
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -40,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from parquet_agent.errors import ResumeRefusedError, RunError, UsageError
 from parquet_agent.files import WriterLock
 from parquet_agent.store.blobs import RawStore
+from parquet_agent.store.casejournal import CaseJournal, check_case_id, resolve_offloaded
 from parquet_agent.store.journal import RUN_JOURNAL, Journal, JournalRead, read_journal
 from parquet_agent.store.manifest import compare_frozen, manifest_hash
 from parquet_agent.store.unclaimed import unclaimed_exchanges
@@ -77,59 +77,6 @@ class VerifyReport:
         if self.ok:
             return f"run verified: manifest and {self.bodies_checked} raw bodies intact"
         return "run verification failed:\n" + "\n".join(f"- {p}" for p in self.problems)
-
-
-OFFLOAD_CHARS = 1024  # tool texts longer than this go to the raw store
-
-
-class CaseJournal:
-    """The journal of one case as a Run hands it out: `append(payload) -> Event`.
-
-    Beyond `Journal.append`: a `ToolCallEvent` whose `model_text` + `output` exceed
-    `OFFLOAD_CHARS` is stored as a raw body (`<case>/turn-NN.tool-<call>.json`, compressed
-    against the requests that repeat it) and the event keeps its path in `offloaded`; after a
-    `CaseFinished` the journal is sealed (gzip). `Run.case_events` undoes both transparently.
-    """
-
-    def __init__(self, run: Run, case_id: str, journal: Journal):
-        self.run, self.case_id, self.journal = run, case_id, journal
-        self.path = journal.path
-
-    def append(self, payload: Any) -> Event:
-        return self.append_many([payload])[0]
-
-    def append_many(self, payloads: list[Any]) -> list[Event]:
-        """Append events with one durable write (see `Journal.append_many`)."""
-        payloads = [self._offload(p) for p in payloads]
-        events = self.journal.append_many(payloads)
-        if any(isinstance(p, CaseFinished) for p in payloads):
-            self.journal.seal()
-            if self.case_id != RUN_JOURNAL:  # the run's own journal commits to the case's chain
-                self.run.run_journal().append(CaseSealed(self.case_id, self.journal.lines,
-                                                         self.journal.head))
-        return events
-
-    def _offload(self, payload: Any) -> Any:
-        if not isinstance(payload, ToolCallEvent) or payload.offloaded is not None:
-            return payload
-        text = len(payload.model_text or "")
-        if text <= OFFLOAD_CHARS:  # measure the output only when the text alone does not decide
-            output = json.dumps(payload.output, ensure_ascii=False) if payload.output is not None else ""
-            if text + len(output) <= OFFLOAD_CHARS:
-                return payload
-        body = json.dumps({"schema_version": 1, "model_text": payload.model_text,
-                           "output": payload.output}, ensure_ascii=False).encode()
-        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", payload.call_id)[:80] or "call"
-        path = self.run.raw.write(f"{self.case_id}/turn-{payload.turn:02d}.tool-{safe}.json", body)
-        return replace(payload, model_text=None, output=None, offloaded=path)
-
-    def close(self) -> None:
-        self.journal.close()
-
-
-def _check_case_id(case_id: str) -> None:
-    if not case_id or "/" in case_id or "\\" in case_id or case_id.startswith((".", "_")):
-        raise ValueError(f"bad case id {case_id!r}: no slashes, no leading '.' or '_'")
 
 
 def _file_state(path: Path) -> tuple[int, ...]:
@@ -231,14 +178,15 @@ class Run:
     def journal(self, case_id: str) -> CaseJournal:
         """The append-only journal of `case_id` (opened once per Run; thread-safe)."""
         if case_id != RUN_JOURNAL:
-            _check_case_id(case_id)
+            check_case_id(case_id)
         if not self.writable:
             raise RunError(f"{self.dir}: opened read-only; open it with writable=True to append")
         with self._guard:  # one Journal per file, even when case workers ask at once
             journal = self._journals.get(case_id)
             if journal is None:
                 path = self.dir / JOURNAL_DIR / f"{case_id}.jsonl"
-                journal = self._journals[case_id] = CaseJournal(self, case_id, Journal(path))
+                journal = self._journals[case_id] = CaseJournal(
+                    case_id, Journal(path), lambda: self.raw, self.run_journal)
         return journal
 
     def run_journal(self) -> CaseJournal:
@@ -300,12 +248,7 @@ class Run:
 
     def resolve(self, event: Event) -> Event:
         """`event` with an offloaded tool text read back from the raw store."""
-        p = event.payload
-        if not isinstance(p, ToolCallEvent) or not p.offloaded:
-            return event
-        stored = json.loads(self.raw.read(p.offloaded))
-        return replace(event, payload=replace(p, model_text=stored["model_text"],
-                                              output=stored["output"]))
+        return resolve_offloaded(event, self.raw)
 
     def run_events(self) -> tuple[Event, ...]:
         """The run-level journal's events, in order."""

@@ -32,7 +32,7 @@ import json
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -204,37 +204,9 @@ def import_corpus(
     if not src.is_dir():
         raise UsageError(f"{src} is not a folder; give the folder that holds the filings")
     _prepare_out(out)
-    crawler: dict[str, dict] = {}
-    fb: dict[str, dict] = {}
-    metadata_files: list[str] = []
-    skipped: list[Skipped] = []
-    candidates: list[tuple[Path, str, str]] = []
-    for path in sorted(p for p in src.rglob("*") if p.is_file()):
-        rel = path.relative_to(src).as_posix()
-        if any(part.startswith(".") for part in path.relative_to(src).parts):
-            continue
-        if select is not None and not select(rel):
-            continue
-        kind, reason = _classify(path)
-        if kind == "skip":
-            skipped.append(Skipped(rel, reason or "unsupported"))
-        elif kind in ("crawler_csv", "fb_manifest"):
-            try:
-                if kind == "crawler_csv":
-                    crawler.update(load_crawler_metadata(path))
-                else:  # the first manifest to describe a document wins
-                    for name, row in load_financebench_manifest(path).items():
-                        fb.setdefault(name, row)
-                metadata_files.append(rel)
-            except (ValueError, KeyError, UnicodeDecodeError) as exc:
-                skipped.append(Skipped(rel, f"metadata file unreadable: {exc}"))
-        else:
-            candidates.append((path, rel, kind))
-    tasks = [
-        (str(p), rel, kind,
-         crawler.get(p.name) if kind == "html" else fb.get(p.stem) if kind == "pdf_text" else None)
-        for p, rel, kind in candidates
-    ]
+    found = _scan(src, select)
+    skipped, metadata_files = found.skipped, found.metadata_files
+    candidates, tasks = found.candidates, found.tasks()
     pool = ProcessPoolExecutor(max_workers=jobs) if jobs > 1 and len(tasks) > 1 else None
     # consumed one by one, so only the compact UTF-8 rows pile up, not every Converted
     results = pool.map(_convert, tasks, chunksize=2) if pool else map(_convert, tasks)
@@ -269,6 +241,51 @@ def import_corpus(
         index_built=bool(index and imported),
         seconds=time.perf_counter() - started,
     )
+
+
+@dataclass
+class _Found:
+    """What a source folder holds: filings to convert, metadata read, files skipped."""
+
+    candidates: list[tuple[Path, str, str]] = field(default_factory=list)  # path, rel, kind
+    crawler: dict[str, dict] = field(default_factory=dict)  # EDGAR crawler rows by file name
+    fb: dict[str, dict] = field(default_factory=dict)  # FinanceBench rows by document name
+    metadata_files: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def tasks(self) -> list[tuple[str, str, str, dict | None]]:
+        """One `_convert` task per candidate, with the metadata row that describes it."""
+        return [(str(p), rel, kind, self.crawler.get(p.name) if kind == "html"
+                 else self.fb.get(p.stem) if kind == "pdf_text" else None)
+                for p, rel, kind in self.candidates]
+
+
+def _scan(src: Path, select: Callable[[str], bool] | None) -> _Found:
+    """Classify every file under `src` (hidden ones and those `select` refuses left out) and
+    read the metadata files among them."""
+    found = _Found()
+    for path in sorted(p for p in src.rglob("*") if p.is_file()):
+        rel = path.relative_to(src).as_posix()
+        if any(part.startswith(".") for part in path.relative_to(src).parts):
+            continue
+        if select is not None and not select(rel):
+            continue
+        kind, reason = _classify(path)
+        if kind == "skip":
+            found.skipped.append(Skipped(rel, reason or "unsupported"))
+        elif kind in ("crawler_csv", "fb_manifest"):
+            try:
+                if kind == "crawler_csv":
+                    found.crawler.update(load_crawler_metadata(path))
+                else:  # the first manifest to describe a document wins
+                    for name, row in load_financebench_manifest(path).items():
+                        found.fb.setdefault(name, row)
+                found.metadata_files.append(rel)
+            except (ValueError, KeyError, UnicodeDecodeError) as exc:
+                found.skipped.append(Skipped(rel, f"metadata file unreadable: {exc}"))
+        else:
+            found.candidates.append((path, rel, kind))
+    return found
 
 
 def _collect(results, candidates, skipped: list[Skipped]) -> dict[str, tuple]:
