@@ -5,6 +5,8 @@ lines are never silently lost."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import pytest
 
@@ -12,7 +14,9 @@ from parquet_agent.store import Journal, read_journal
 from parquet_agent.tools.result import Timings
 from parquet_agent.transcript import (
     SCHEMA_VERSION,
+    CaseFailed,
     CaseStarted,
+    EventFamily,
     JudgeAttempt,
     ModelAttempt,
     ModelTurn,
@@ -136,3 +140,29 @@ def test_a_usage_field_the_journal_did_not_record_stays_absent_not_null(tmp_path
     assert rewritten["attempt"]["usage"] == old["usage"]
     assert unrecorded(make_attempt("c/turn-01").usage) == frozenset()
     assert "cache_write_tokens" in plain(make_attempt("c/turn-01"))["usage"]  # written now
+
+
+@dataclass(frozen=True)
+class _Noted:  # another piece's payload: the transcript never imports it, the reader passes it
+    EVENT: ClassVar[str] = "noted"
+    text: str
+    tags: list[str] = field(default_factory=list)
+
+
+def test_a_reader_supplied_event_family_decodes_its_own_typed_payloads(tmp_path):
+    family = EventFamily.of("notes", _Noted)
+    path = tmp_path / "notes.jsonl"
+    journal = Journal(path, family=family)
+    journal.append_many([_Noted("a", ["x"]), CaseFailed("E", "m")])
+    journal.close()
+    typed = read_journal(path, family=family).events
+    assert [e.payload for e in typed] == [_Noted("a", ["x"]), UnknownEvent(
+        "case_failed", {"error_type": "E", "message": "m", "retryable": False})]
+    assert typed[0].event == "noted" and typed[0].data == {"text": "a", "tags": ["x"]}
+    assert read_journal(path).events[0].payload == UnknownEvent("noted", {"text": "a",
+                                                                          "tags": ["x"]})
+    assert read_journal(path).events[1].payload == CaseFailed("E", "m")  # the case family
+    with pytest.raises(TypeError, match="not a journal payload type"):
+        EventFamily.of("bad", dict)
+    with pytest.raises(ValueError, match="named by both"):
+        EventFamily.of("bad", _Noted, _Noted)

@@ -25,8 +25,8 @@ from typing import Any
 
 from parquet_agent.audit.config import AuditConfig
 from parquet_agent.audit.dataset import Dataset
-from parquet_agent.audit.events import (AuditFinished, AuditStarted, EvaluationEvent,
-                                        HistoryChecked, StepDone, StepModel)
+from parquet_agent.audit.events import (AUDIT_EVENTS, AuditFinished, AuditStarted,
+                                        EvaluationEvent, HistoryChecked, StepDone, StepModel)
 from parquet_agent.audit.evidence import compute, proposal_fingerprint
 from parquet_agent.audit.finding import Finding, Proposal, finding_key
 from parquet_agent.audit.gates import Gate, GateOutcome
@@ -107,8 +107,8 @@ class _Session:
         self.config, self.dataset, self.run_dir = config, dataset, run_dir
         self.tools, self.model, self.store = tools, model, store
         self.raw = RawStore(run_dir)
-        self.journal = Journal(run_dir / JOURNAL)
-        self.state = AuditState.fold(read_journal(run_dir / JOURNAL).events)
+        self.journal = Journal(run_dir / JOURNAL, family=AUDIT_EVENTS)
+        self.state = AuditState.fold(read_journal(run_dir / JOURNAL, family=AUDIT_EVENTS).events)
         gates = config.gates
         self.action_gate = Gate.build("action", list(gates["action"]), rules=ActionRules(),
                                       model=model, judge=judge)
@@ -118,14 +118,13 @@ class _Session:
                                    judge=judge)
 
     def record(self, payload: Any) -> None:
-        event = self.journal.append(payload)
-        self.state.feed(event.event, event.data)
+        self.state.feed(self.journal.append(payload).payload)
 
     def run(self) -> None:
         try:
-            if not self.state.started:
+            if self.state.started is None:
                 self._start()
-            elif self.state.started["snapshot"]["snapshot_id"] != self.dataset.snapshot.snapshot_id:
+            elif self.state.started.snapshot["snapshot_id"] != self.dataset.snapshot.snapshot_id:
                 raise RunError(f"{self.run_dir}: the dataset changed since this audit started "
                                "(another snapshot id); start a new run instead of resuming")
             if self.state.finished:
@@ -169,7 +168,7 @@ class _Session:
 
     def _step(self, n: int) -> None:
         pending = self.state.pending
-        if pending is None or pending["step"] != n:
+        if pending is None or pending.step != n:
             request = step_request(self.state.summary(self.config), n)
             try:
                 result = self.model.complete(request, self.raw)
@@ -178,11 +177,11 @@ class _Session:
                 return
             self.record(StepModel(**_model_step(n, result)))
             pending = self.state.pending
-        if pending["problem"]:
-            self.record(StepDone(n, pending["tool"], pending["arguments"], "FAIL", False,
-                                 critique=pending["problem"]))
+        if pending.problem:
+            self.record(StepDone(n, pending.tool, pending.arguments, "FAIL", False,
+                                 critique=pending.problem))
             return
-        tool, args = pending["tool"], pending["arguments"]
+        tool, args = pending.tool, pending.arguments
         outcome = self._gate(self.action_gate, {
             "tool": tool, "arguments": args, "budget_left": self.state.budget_left(self.config),
             "previous": self.state.calls, "columns": list(self.dataset.column_names),

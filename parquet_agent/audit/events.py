@@ -1,7 +1,9 @@
 """The audit journal's typed events (`journal/audit.jsonl` in the run folder).
 
 Written with `store.journal.Journal` (one line per event, fdatasync before `append` returns; a
-torn last line is skipped and kept aside), read back with `read_journal`. Order:
+torn last line is skipped and kept aside) through the transcript's one codec, and read back
+with `read_journal(path, family=AUDIT_EVENTS)`: the family makes each line its typed payload
+below (without it, lines read as `UnknownEvent`). Order:
 
     audit_started    lineage, snapshot, dataset description, config, previous run id
     history_checked  every open finding of the previous run re-counted on this snapshot
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+from parquet_agent.transcript import EventFamily
 
 
 @dataclass(frozen=True)
@@ -82,3 +86,7 @@ class AuditFinished:
     EVENT: ClassVar[str] = "audit_finished"
     status: str  # complete | incomplete | failed
     reason: str
+
+
+AUDIT_EVENTS = EventFamily.of("audit", AuditStarted, HistoryChecked, StepModel, EvaluationEvent,
+                              StepDone, AuditFinished)

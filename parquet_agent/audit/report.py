@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from parquet_agent.audit.events import AUDIT_EVENTS
 from parquet_agent.audit.finding import Finding
 from parquet_agent.audit.state import AuditState
 from parquet_agent.errors import UsageError
@@ -63,22 +64,23 @@ class AuditReport:
         journal = run_dir / "journal" / "audit.jsonl"
         if not journal.exists():
             raise UsageError(f"{run_dir}: not an audit run folder (no journal/audit.jsonl)")
-        state = AuditState.fold(read_journal(journal).events)
+        state = AuditState.fold(read_journal(journal, family=AUDIT_EVENTS).events)
         started = state.started
-        finished = state.finished or {"status": "running", "reason": "no audit_finished event"}
+        finished = state.finished
         concluded = state.concluded or {}
         return cls(
-            run_dir=run_dir, run_id=started.get("run_id", run_dir.name),
-            lineage=started.get("lineage", ""),
-            snapshot_id=(started.get("snapshot") or {}).get("snapshot_id", ""),
-            status=finished["status"], reason=finished["reason"],
+            run_dir=run_dir, run_id=started.run_id if started else run_dir.name,
+            lineage=started.lineage if started else "",
+            snapshot_id=started.snapshot.get("snapshot_id", "") if started else "",
+            status=finished.status if finished else "running",
+            reason=finished.reason if finished else "no audit_finished event",
             findings=tuple(state.findings.values()), dismissed=tuple(state.dismissed),
             evaluations=tuple(state.evaluations), steps=tuple(state.steps),
             coverage={"profiled": sorted(state.profiles), "tried": sorted(state.tried),
                       "skipped": state.skipped, "run_gate": concluded.get("verdict"),
                       "reverified": concluded.get("reverified", {})},
-            diff=_diff(state), previous_run=state.history.get("previous_run"),
-            model=started.get("model", {}), rechecks=tuple(state.history.get("rechecks", [])),
+            diff=_diff(state), previous_run=state.history.previous_run if state.history else None,
+            model=started.model if started else {}, rechecks=tuple(state.rechecks),
             collisions=tuple(state.collisions),
             tokens=state.tokens,
             cost_usd=state.cost_usd if state.cost_known else None)
@@ -157,7 +159,7 @@ def _row(f: Finding) -> dict[str, Any]:
 
 
 def _diff(state: AuditState) -> dict[str, list]:
-    rechecks = state.history.get("rechecks", [])
+    rechecks = state.rechecks
     before = {r["key"] for r in rechecks}
     out: dict[str, list] = {"new": sorted(k for k in state.findings if k not in before)}
     for status in ("resolved", "regressed", "unchanged", "not_rechecked"):

@@ -1,7 +1,9 @@
 """The audit's state: the fold of its journal, and the compact summary the model sees.
 
-`AuditState.fold(events)` rebuilds everything from `audit.jsonl` (used live and on resume, so
-both take one path); `apply(step_done)` advances it by one step. `summary()` is what the model
+`AuditState.fold(events)` rebuilds everything from `audit.jsonl` read with its event family
+(used live and on resume, so both take one path); `feed(payload)` folds in one event,
+dispatching on the payload's type (`audit.events`), never on its name; `apply(step_done)`
+advances it by one step. `summary()` is what the model
 gets each step instead of a growing transcript: schema, profiles so far, the last queries,
 findings committed and dismissed, history, pending critiques and the budget left.
 """
@@ -12,9 +14,17 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from parquet_agent.audit.events import (
+    AuditFinished,
+    AuditStarted,
+    EvaluationEvent,
+    HistoryChecked,
+    StepDone,
+    StepModel,
+)
 from parquet_agent.audit.finding import Finding
 from parquet_agent.audit.rules import call_signature
-from parquet_agent.store.journal import Event
+from parquet_agent.transcript import Event, plain
 
 SHOWN_QUERIES = 8
 SHOWN_QUERY_CHARS = 1500
@@ -24,8 +34,8 @@ SHOWN_QUERY_CHARS = 1500
 class AuditState:
     """Mutable on purpose: only `fold`/`apply` change it, one step at a time."""
 
-    started: dict[str, Any] = field(default_factory=dict)
-    history: dict[str, Any] = field(default_factory=dict)
+    started: AuditStarted | None = None
+    history: HistoryChecked | None = None
     schema: dict[str, Any] | None = None
     profiles: dict[str, Any] = field(default_factory=dict)
     queries: list[dict[str, Any]] = field(default_factory=list)
@@ -37,82 +47,88 @@ class AuditState:
     skipped: dict[str, str] = field(default_factory=dict)
     evaluations: list[dict[str, Any]] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)  # step_model + step_done, merged
-    pending: dict[str, Any] | None = None  # a step_model whose step is not done (resume)
+    pending: StepModel | None = None  # a model step whose step is not done (resume)
     tool_calls: int = 0
     tokens: int = 0
     cost_usd: float = 0.0
     cost_known: bool = True
     concluded: dict[str, Any] | None = None
-    finished: dict[str, Any] | None = None
+    finished: AuditFinished | None = None
 
     @classmethod
     def fold(cls, events: tuple[Event, ...]) -> AuditState:
         state = cls()
         for event in events:
-            state.feed(event.event, event.data)
+            state.feed(event.payload)
         return state
 
-    def feed(self, event: str, data: dict[str, Any]) -> None:
-        """Fold one journal event in (the live loop feeds each event it writes)."""
-        if event == "audit_started":
-            self.started = data
-        elif event == "history_checked":
-            self.history = data
-        elif event == "step_model":
-            self.model_step(data)
-        elif event == "evaluation":
-            self.evaluations.append(data["evaluation"])
-        elif event == "step_done":
-            self.apply(data)
-        elif event == "audit_finished":
-            self.finished = data
+    def feed(self, payload: Any) -> None:
+        """Fold one journal event in (the live loop feeds each event it writes). A payload of
+        another type (an `UnknownEvent`: a kind this version does not know) changes nothing."""
+        if isinstance(payload, AuditStarted):
+            self.started = payload
+        elif isinstance(payload, HistoryChecked):
+            self.history = payload
+        elif isinstance(payload, StepModel):
+            self.model_step(payload)
+        elif isinstance(payload, EvaluationEvent):
+            self.evaluations.append(payload.evaluation)
+        elif isinstance(payload, StepDone):
+            self.apply(payload)
+        elif isinstance(payload, AuditFinished):
+            self.finished = payload
 
     @property
     def next_step(self) -> int:
         return len(self.steps) + 1
 
-    def model_step(self, data: dict[str, Any]) -> None:
-        self.pending = data
-        usage = data.get("usage") or {}
+    @property
+    def rechecks(self) -> list[dict[str, Any]]:
+        """The previous run's open findings, re-counted on this snapshot (none before)."""
+        return self.history.rechecks if self.history is not None else []
+
+    def model_step(self, step: StepModel) -> None:
+        self.pending = step
+        usage = step.usage or {}
         self.tokens += (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
-        if data.get("cost_usd") is None:
+        if step.cost_usd is None:
             self.cost_known = False
         else:
-            self.cost_usd += data["cost_usd"]
+            self.cost_usd += step.cost_usd
 
-    def apply(self, done: dict[str, Any]) -> None:
-        """Advance by one finished step (the `step_done` payload)."""
-        model = self.pending or {}
+    def apply(self, done: StepDone) -> None:
+        """Advance by one finished step."""
+        model = self.pending
         self.pending = None
-        self.steps.append({**{k: model.get(k) for k in ("reasoning", "confidence", "usage",
-                                                         "cost_usd", "raw")}, **done})
-        if done["gate"] == "FAIL" or done.get("tool") is None:
+        self.steps.append({**{k: getattr(model, k, None) for k in (
+            "reasoning", "confidence", "usage", "cost_usd", "raw")}, **plain(done)})
+        if done.gate == "FAIL" or done.tool is None:
             return
-        tool, args = done["tool"], done["arguments"]
+        tool, args = done.tool, done.arguments
         self.calls.append(call_signature(tool, args))
         if tool in ("schema_sample", "run_query", "get_stats"):
             self.tool_calls += 1
-        if tool == "schema_sample" and done["ok"]:
-            self.schema = done["output"]
-        elif tool == "get_stats" and done["ok"]:
-            self.profiles[args["column"]] = done["output"]
+        if tool == "schema_sample" and done.ok:
+            self.schema = done.output
+        elif tool == "get_stats" and done.ok:
+            self.profiles[args["column"]] = done.output
         elif tool == "run_query":
-            self.queries.append({"step": done["step"], "sql": args.get("sql"), "ok": done["ok"],
-                                 "output": done["output"], "error": done.get("error")})
+            self.queries.append({"step": done.step, "sql": args.get("sql"), "ok": done.ok,
+                                 "output": done.output, "error": done.error})
         elif tool == "write_finding":
             self._finding(done)
         elif tool == "conclude":
             self.skipped.update(args.get("skipped") or {})
-            self.concluded = done.get("conclude")
+            self.concluded = done.conclude
 
-    def _finding(self, done: dict[str, Any]) -> None:
-        self.tried.add(done["arguments"].get("category", "?"))
-        finding = done.get("finding")
+    def _finding(self, done: StepDone) -> None:
+        self.tried.add(done.arguments.get("category", "?"))
+        finding = done.finding
         if finding is None:
             return
-        if done["finding_action"] in ("committed", "updated"):
+        if done.finding_action in ("committed", "updated"):
             self.findings[finding["key"]] = Finding.from_json(finding)
-        elif done["finding_action"] == "collision":
+        elif done.finding_action == "collision":
             self.collisions.append(finding)
         else:
             self.dismissed.append(finding)
@@ -122,7 +138,7 @@ class AuditState:
         run, or an open finding of the previous run (its re-check); None when the key is free."""
         if key in self.findings:
             return self.findings[key].fingerprint, f"finding {key} of this run"
-        for r in self.history.get("rechecks", []):
+        for r in self.rechecks:
             if r["key"] == key and r.get("fingerprint"):  # older journals did not keep it
                 return r["fingerprint"], f"the previous run's finding {r['title']!r}"
         return None
@@ -141,7 +157,7 @@ class AuditState:
         critiques = [f"step {s['step']}: {s['critique']}" for s in self.steps[-2:]
                      if s.get("critique")]
         return {
-            "dataset": self.started.get("dataset"),
+            "dataset": self.started.dataset if self.started is not None else None,
             "schema_sample": self.schema,
             "profiles": self.profiles,
             "profiled": sorted(self.profiles),
@@ -151,7 +167,7 @@ class AuditState:
                            "columns": d.get("columns"), "reason": d.get("dismissed_reason")}
                           for d in self.dismissed],
             "categories_tried": sorted(self.tried),
-            "history": self.history.get("rechecks", []),
+            "history": self.rechecks,
             "critiques": critiques,
             "budget_left": self.budget_left(config),
         }

@@ -42,7 +42,15 @@ from parquet_agent.files import (
 )
 from parquet_agent.store.bitflip import flip_bit
 from parquet_agent.store.sealing import seal, unseal
-from parquet_agent.transcript import Event, decode_line, encode, encode_line, upgrade
+from parquet_agent.transcript import (
+    CASE_EVENTS,
+    Event,
+    EventFamily,
+    decode_line,
+    encode,
+    encode_line,
+    upgrade,
+)
 from parquet_agent.transcript.codec import CHAINED, SCHEMA_VERSION, check_line, stored_chain
 
 RUN_JOURNAL = "_run"  # journal/_run.jsonl; case ids always contain "__", so no clash
@@ -74,7 +82,7 @@ class _Parsed:
 _NOT_JSON = "is not JSON"
 
 
-def _decode(line: bytes) -> tuple[Event | None, str | None]:
+def _decode(line: bytes, family: EventFamily = CASE_EVENTS) -> tuple[Event | None, str | None]:
     """(the event of one line, or None and why it is not one)."""
     try:
         record = json.loads(line)
@@ -85,12 +93,12 @@ def _decode(line: bytes) -> tuple[Event | None, str | None]:
         return None, (f"was written by a newer version (journal schema_version {version}; this "
                       f"reader knows up to {SCHEMA_VERSION}): upgrade parquet_agent to read it")
     try:
-        return decode_line(record), None
+        return decode_line(record, family), None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         return None, f"is not a valid journal event ({type(exc).__name__}: {exc})"
 
 
-def _parse(path: Path, raw: bytes) -> _Parsed:
+def _parse(path: Path, raw: bytes, family: EventFamily = CASE_EVENTS) -> _Parsed:
     """Events, torn tail, damaged lines and chain head of one journal's bytes."""
     out = _Parsed()
     lines = raw.split(b"\n")
@@ -98,7 +106,7 @@ def _parse(path: Path, raw: bytes) -> _Parsed:
     lines, tail, out.damaged = _undo_flips(path.name, lines, tail)
     prev: str | None = ""
     for number, line in enumerate(lines, 1):
-        event, why = _decode(line)
+        event, why = _decode(line, family)
         if event is None:
             if number == len(lines) and not tail and why == _NOT_JSON:
                 # a torn write can end in a newline only if the newline was part of it; treat a
@@ -215,9 +223,10 @@ def sealed_path(path: Path) -> Path:
     return path.with_name(path.name + ".gz")
 
 
-def read_journal(path: str | Path) -> JournalRead:
+def read_journal(path: str | Path, *, family: EventFamily = CASE_EVENTS) -> JournalRead:
     """Every event of one journal (`x.jsonl`, or its sealed `x.jsonl.gz`), skipping (and
-    reporting) a torn last line."""
+    reporting) a torn last line. `family`: the payload types its lines decode to (a case's by
+    default; another piece's journal passes its own, e.g. the audit's)."""
     path = Path(path)
     if path.suffix == ".gz":
         path = path.with_suffix("")
@@ -230,13 +239,13 @@ def read_journal(path: str | Path) -> JournalRead:
             raw, problem = _salvage_gzip(sealed_path(path).read_bytes())
             repaired = f"the compressed file is damaged ({exc}); {problem}"
         if repaired is not None:
-            parsed = _parse(path, raw)
+            parsed = _parse(path, raw, family)
             damage = f"{sealed_path(path).name}: {repaired}"
             return JournalRead(tuple(parsed.events), None, path, (damage, *parsed.damaged),
                                parsed.head, parsed.lines, tuple(parsed.chains))
     else:
         return JournalRead((), None, path)
-    parsed = _parse(path, raw)
+    parsed = _parse(path, raw, family)
     return JournalRead(tuple(parsed.events), parsed.torn, path, tuple(parsed.damaged),
                        parsed.head, parsed.lines, tuple(parsed.chains))
 
@@ -264,8 +273,9 @@ class Journal:
     files; the plain one wins.
     """
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, family: EventFamily = CASE_EVENTS):
         self.path = Path(path)
+        self.family = family  # what the lines already there decode to
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._open()
@@ -280,7 +290,7 @@ class Journal:
         parsed = _Parsed()
         if self.path.exists():
             raw = self.path.read_bytes()
-            parsed = _parse(self.path, raw)
+            parsed = _parse(self.path, raw, self.family)
             if parsed.good < len(raw):  # keep the torn bytes for the audit, then cut them off
                 cut = truncate_torn_tail(self.path, parsed.good)
                 with open(self.path.with_name(self.path.name + ".torn"), "ab") as f:

@@ -8,8 +8,10 @@ the protocol).
 """
 
 from parquet_agent.transcript.codec import (
+    CASE_EVENTS,
     SCHEMA_VERSION,
     Event,
+    EventFamily,
     attempt_from_dict,
     decode_line,
     decode_payload,
@@ -51,9 +53,11 @@ from parquet_agent.transcript.replay import (
 )
 
 __all__ = [
-    "ANSWER_ROLES", "ATTEMPT_TYPES", "CASE_STATUSES", "PAYLOAD_TYPES", "ROLES", "SCHEMA_VERSION",
+    "ANSWER_ROLES", "ATTEMPT_TYPES", "CASE_EVENTS", "CASE_STATUSES", "PAYLOAD_TYPES", "ROLES",
+    "SCHEMA_VERSION",
     "TOOL_COUNT_FIELDS", "CaseFailed", "CaseFinished", "CaseReplay", "CaseSealed", "CaseStarted",
-    "CorpusDrift", "Event", "GateEvaluation", "JournalWriter", "JudgeAttempt", "Judgment", "JudgmentPending", "ModelAttempt",
+    "CorpusDrift", "Event", "EventFamily", "GateEvaluation", "JournalWriter", "JudgeAttempt",
+    "Judgment", "JudgmentPending", "ModelAttempt",
     "ModelTurn", "Role", "RunFinished", "RunStarted", "ToolCallEvent", "ToolCounts",
     "UnknownEvent", "attempt_from_dict", "decode_line", "decode_payload", "encode",
     "encode_line", "plain", "reply_from_dict", "tally", "upgrade",

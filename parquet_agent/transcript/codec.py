@@ -15,6 +15,11 @@ purpose, and marking the attempts of a turn journaled as `final` as `final_answe
 which sees the whole file); the attempts of a final request that failed outright cannot be told
 apart before version 3 and read as `answer`. A line of an unknown kind (a newer writer, or
 another event family such as the audit's) reads as `UnknownEvent`, never dropped.
+
+The case's events are one `EventFamily` (`CASE_EVENTS`, the default); a journal of another
+piece passes its own when it reads (`decode_line(record, family)`; the audit's is
+`audit.events.AUDIT_EVENTS`), so its lines decode to its typed payloads through this codec
+while the transcript never imports that piece.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, fields, replace
+from collections.abc import Mapping
+from types import MappingProxyType
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any
 
 from parquet_agent.models.protocol import (
@@ -47,7 +54,6 @@ SCHEMA_VERSION = 3  # 3: typed (attempt roles, a turn's cost_usd); 2: chained li
 READABLE_VERSIONS = (1, 2, 3)
 CHAINED = 2  # the first version whose lines end in their chain
 TYPED = 3  # the first version that records roles and a turn's cost outside its reply
-EVENT_TYPES: dict[str, type] = {cls.EVENT: cls for cls in PAYLOAD_TYPES}
 ENVELOPE = ("schema_version", "event", "at", "seq", "chain")
 _CHAIN_SUFFIX = re.compile(rb',"chain":"([0-9a-f]{32})"}$')
 
@@ -73,6 +79,46 @@ class Event:
         audit's, read back as `UnknownEvent`) works with. A case's readers use `payload`."""
         p = self.payload
         return dict(p.data) if isinstance(p, UnknownEvent) else plain(p)
+
+
+@dataclass(frozen=True)
+class EventFamily:
+    """The payload types of one kind of journal, by event name: what its lines decode to.
+
+    A case's journal (and the run's) is `CASE_EVENTS`. A journal of another piece brings its
+    own family when it reads (`read_journal(path, family=...)`): the data-quality audit passes
+    its payload types, so its lines read back typed while the transcript never imports the
+    audit. A line whose kind is not in the reader's family reads as `UnknownEvent`. A payload
+    type is a frozen dataclass naming its kind in `EVENT`; outside the case family its fields
+    are decoded as the JSON values they were written as."""
+
+    name: str
+    types: Mapping[str, type]
+    field_names: Mapping[type, frozenset[str]]
+
+    @classmethod
+    def of(cls, name: str, *types: type) -> EventFamily:
+        by_kind: dict[str, type] = {}
+        for t in types:
+            kind = getattr(t, "EVENT", None)
+            if not (is_dataclass(t) and isinstance(kind, str)
+                    and t.__dataclass_params__.frozen):
+                raise TypeError(f"{t!r} is not a journal payload type (a frozen dataclass "
+                                "with an EVENT name)")
+            if kind in by_kind:
+                raise ValueError(f"event {kind!r} is named by both {by_kind[kind].__name__} "
+                                 f"and {t.__name__} in the {name} family")
+            by_kind[kind] = t
+        names = {t: frozenset(f.name for f in fields(t)) for t in types}
+        return cls(name, MappingProxyType(by_kind), MappingProxyType(names))
+
+    def known(self, cls: type, data: dict[str, Any]) -> dict[str, Any]:
+        """The fields of `data` that `cls` has (envelope keys and a newer writer's dropped)."""
+        names = self.field_names[cls]
+        return {k: v for k, v in data.items() if k in names}
+
+
+CASE_EVENTS = EventFamily.of("case", *PAYLOAD_TYPES)
 
 
 # -- records the models piece defines -----------------------------------------------------------
@@ -231,13 +277,7 @@ def check_line(line: bytes, prev: str | None) -> tuple[str | None, str | None]:
 # -- decoding -----------------------------------------------------------------------------------
 
 
-_FIELD_NAMES: dict[type, frozenset[str]] = {
-    cls: frozenset(f.name for f in fields(cls)) for cls in (*PAYLOAD_TYPES, Timings)}
-
-
-def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
-    names = _FIELD_NAMES[cls]
-    return {k: v for k, v in data.items() if k in names}
+_TIMINGS_FIELDS = frozenset(f.name for f in fields(Timings))
 
 
 def _attempt_event(cls: type, data: dict[str, Any], version: int) -> ModelAttempt:
@@ -250,7 +290,7 @@ def _attempt_event(cls: type, data: dict[str, Any], version: int) -> ModelAttemp
 
 
 def _turn_event(data: dict[str, Any], version: int) -> ModelTurn:
-    values = _known(ModelTurn, data)
+    values = CASE_EVENTS.known(ModelTurn, data)
     reply = dict(data.get("reply") or {})
     if version < TYPED:  # versions 1 and 2 kept the turn's cost inside the reply
         values["cost_usd"] = reply.pop("_cost_usd", None)
@@ -259,35 +299,41 @@ def _turn_event(data: dict[str, Any], version: int) -> ModelTurn:
 
 
 def _tool_event(data: dict[str, Any]) -> ToolCallEvent:
-    values = _known(ToolCallEvent, data)
+    values = CASE_EVENTS.known(ToolCallEvent, data)
     timings = data.get("timings")
-    values["timings"] = Timings(**_known(Timings, timings)) if timings else None
+    values["timings"] = (Timings(**{k: v for k, v in timings.items() if k in _TIMINGS_FIELDS})
+                         if timings else None)
     return ToolCallEvent(**values)
 
 
-def decode_payload(kind: str, data: dict[str, Any], version: int = SCHEMA_VERSION) -> Any:
-    """The typed payload of one line's fields (envelope keys, if still there, are ignored)."""
-    cls = EVENT_TYPES.get(kind)
+def decode_payload(kind: str, data: dict[str, Any], version: int = SCHEMA_VERSION,
+                   family: EventFamily = CASE_EVENTS) -> Any:
+    """The typed payload of one line's fields (envelope keys, if still there, are ignored):
+    `family`'s type for `kind`, or `UnknownEvent` when the family has none."""
+    cls = family.types.get(kind)
     if cls is None:
         return UnknownEvent(kind, {k: v for k, v in data.items() if k not in ENVELOPE})
-    if issubclass(cls, ModelAttempt):
-        return _attempt_event(cls, data, version)
-    if cls is ModelTurn:
-        return _turn_event(data, version)
-    if cls is ToolCallEvent:
-        return _tool_event(data)
-    return cls(**_known(cls, data))
+    if family is CASE_EVENTS:  # records nested in a case's events, and older versions' forms
+        if issubclass(cls, ModelAttempt):
+            return _attempt_event(cls, data, version)
+        if cls is ModelTurn:
+            return _turn_event(data, version)
+        if cls is ToolCallEvent:
+            return _tool_event(data)
+    return cls(**family.known(cls, data))
 
 
-def decode_line(record: dict[str, Any]) -> Event:
-    """A parsed JSON line -> `Event`; raises KeyError/TypeError/ValueError when malformed."""
+def decode_line(record: dict[str, Any], family: EventFamily = CASE_EVENTS) -> Event:
+    """A parsed JSON line -> `Event` whose payload is of `family` (or `UnknownEvent`); raises
+    KeyError/TypeError/ValueError when malformed."""
     version = record.get("schema_version", 1)
     if version not in READABLE_VERSIONS:
         raise ValueError(f"journal schema_version {version!r} is newer than this reader "
                          f"({max(READABLE_VERSIONS)}): upgrade parquet_agent to read this run")
     # no payload has a field named like an envelope key: the payload decoders skip them
     return Event(at=record["at"], seq=record["seq"],
-                 payload=decode_payload(record["event"], record, version), schema_version=version)
+                 payload=decode_payload(record["event"], record, version, family),
+                 schema_version=version)
 
 
 def upgrade(events: list[Event]) -> list[Event]:
