@@ -28,8 +28,8 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from types import MappingProxyType
 from dataclasses import dataclass, fields, is_dataclass, replace
+from types import MappingProxyType
 from typing import Any
 
 from parquet_agent.models.protocol import (
