@@ -195,14 +195,22 @@ def test_runs_command_and_list_show_status_counts_and_cost(corpus, tmp_path):
     assert "failed" in rows["dead"] and "running" in rows["live"]
 
 
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_names_the_run_folder_and_the_resume_command(corpus, tmp_path):
     with openai_server(lambda request: slow(3.0, _answer_script(request))) as server:
         config = _config(tmp_path, corpus, server.url)
         run_dir = tmp_path / "runs" / "r"
         env = dict(os.environ, FAKE_OPENAI_KEY="sk-test")
+        # Ctrl-C as a terminal gives it: a suite started in the background (`nohup pytest &`)
+        # runs with SIGINT ignored, a child inherits that, and Python then installs no
+        # KeyboardInterrupt at all (the run finished with exit 0)
         proc = subprocess.Popen([sys.executable, "-m", "parquet_agent", "run", str(config),
                                  "--run-dir", str(run_dir), "--quiet"], cwd=REPO, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=_interruptible)
         deadline = time.monotonic() + 240  # a bound for a stuck run only (CLI start under load)
         while len(server.model_calls()) < 2:  # past the health check, inside a case
             assert time.monotonic() < deadline and proc.poll() is None
