@@ -4,7 +4,9 @@ vanished mid-run end `parquet-agent run` with one line that says what happened a
 exit status 2, nothing recorded lost; `--resume` finishes the run once the cause is gone.
 
 Real CLI processes, real run folders, the OpenAI SDK against the fake server on 127.0.0.1 (each
-answer call takes 0.2 s, so the fault lands while cases are in flight), the harness corpus."""
+answer call takes 0.2 s, so the fault lands while cases are in flight), the harness corpus.
+Permission denied is met twice: as root through an immutable folder (EPERM: root ignores mode
+bits) and as user nobody through a folder whose mode no longer lets it write (EACCES)."""
 
 from __future__ import annotations
 
@@ -155,6 +157,46 @@ def test_permission_denied_is_one_line_then_resume_finishes(corpus, tmp_path, sm
         assert "not permitted" in line and str(journal) in line, line
         assert "--resume" in line, line
         _resume_finishes(config, run_dir)
+
+
+def _as_nobody(python: Path, config: Path, run_dir: Path, *extra: str) -> subprocess.Popen:
+    env = ["PATH=/usr/bin:/bin", "HOME=/nonexistent", "LANG=C.UTF-8", "FAKE_OPENAI_KEY=sk-test",
+           "PARQUET_AGENT_ASSUME_NO_LANDLOCK=1"]  # the sandbox's mode is not what is tested
+    return subprocess.Popen(
+        ["runuser", "-u", "nobody", "--", "env", *env, str(python), "-m", "parquet_agent", "run",
+         str(config), "--run-dir", str(run_dir), "--quiet", *extra], cwd="/",
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_permission_denied_as_a_non_root_user_is_one_line_then_resume_finishes(
+        corpus, nobody_python, public_tmp):
+    """A real EACCES: the run is user nobody's; once its first case is sealed, its journal
+    folder stops being writable for nobody (new cases cannot start, finished ones cannot be
+    sealed)."""
+    folder = public_tmp / "eacces"
+    shutil.copytree(corpus, folder / "corpus")
+    (folder / "runs").mkdir()
+    script = GridScript(harness_answers(corpus), latency_s=0.2)
+    run_dir = folder / "runs" / "denied"
+    with openai_server(script) as server:
+        config = write_config(folder / "exp.toml", folder / "corpus", folder / "runs", server.url,
+                              case_workers=2)
+        with open(config, "a") as f:  # [limits] is the last table
+            f.write("allow_unprotected_sandbox = true\n")
+        subprocess.run(["chmod", "-R", "a+rX", str(folder)], check=True)
+        shutil.chown(folder / "runs", "nobody")
+        proc = _as_nobody(nobody_python, config, run_dir)
+        _when_cases_finished(proc, run_dir)
+        journal = run_dir / "journal"
+        journal.chmod(0o555)  # owned by nobody, who may no longer write in it
+        line = _one_line(_finish(proc))
+        assert "permission was denied" in line and str(journal) in line, line
+        assert "--resume" in line and "Nothing recorded was lost" in line, line
+        assert _sealed(run_dir) < GRID
+        journal.chmod(0o755)
+        resumed = _finish(_as_nobody(nobody_python, config, run_dir, "--resume"))
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+    _finished_once(run_dir)
 
 
 def test_a_corpus_file_vanished_mid_run_is_one_line_then_resume_finishes(corpus, tmp_path):

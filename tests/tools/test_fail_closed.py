@@ -10,23 +10,17 @@ nobody (`runuser`, as root) with a throwaway virtual environment nobody can exec
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
-import sysconfig
-import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
 
-import parquet_agent
 from parquet_agent.errors import SandboxUnavailable
 from parquet_agent.tools import Tools
 from parquet_agent.tools.sandbox import NO_LANDLOCK_ENV, Capabilities
-from tests.tools.conftest import is_root, write_files
-
-REPO = Path(parquet_agent.__file__).resolve().parent.parent
+from tests.tools.conftest import write_files
 
 
 def test_detection_input_reports_no_landlock_and_mode_says_so():
@@ -43,45 +37,6 @@ def test_unprotected_capabilities_refuse_to_start_in_process(corpus_dir):
         Tools.open(corpus_dir, "sql", capabilities=Capabilities(root=False, landlock_abi=0))
     message = str(caught.value)
     assert "not root" in message and "Landlock" in message and "allow_unprotected" in message
-
-
-@pytest.fixture(scope="module")
-def public_tmp() -> Path:
-    """A folder user nobody can traverse (pytest's own tmp folders are 0700 as root)."""
-    folder = Path(tempfile.mkdtemp(prefix="tools-nobody-"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def nobody_python(public_tmp) -> Path:
-    """A Python that user nobody can run, seeing this checkout and its installed packages."""
-    if not is_root() or shutil.which("runuser") is None:
-        pytest.skip("needs root and runuser to run as user nobody")
-    folder = public_tmp
-    base = Path(sys._base_executable)
-    candidates = [base, Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")]
-    for python in candidates:
-        if not _nobody_can_run(python):
-            continue
-        venv = folder / "venv"
-        subprocess.run([str(python), "-m", "venv", "--without-pip", str(venv)], check=True)
-        site = Path(subprocess.run([str(venv / "bin" / "python"), "-c",
-                                    "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                   check=True, capture_output=True, text=True).stdout.strip())
-        (site / "parent.pth").write_text(f"{sysconfig.get_paths()['purelib']}\n{REPO}\n")
-        subprocess.run(["chmod", "-R", "a+rX", str(folder)], check=True)
-        return venv / "bin" / "python"
-    pytest.skip("no Python interpreter that user nobody may execute")
-
-
-def _nobody_can_run(python: Path) -> bool:
-    if not python.exists():
-        return False
-    done = subprocess.run(["runuser", "-u", "nobody", "--", str(python), "-c", "pass"],
-                          capture_output=True)
-    return done.returncode == 0
 
 
 @pytest.fixture(scope="module")
