@@ -22,31 +22,16 @@ import zlib
 _POLY = 0xEDB88320  # the IEEE polynomial, bit-reflected, as zlib's CRC-32 uses it
 
 
-def _step(register: int) -> int:
-    """One bit of zlib's CRC-32 register (S), fed a zero bit."""
-    return (register >> 1) ^ (_POLY if register & 1 else 0)
-
-
-def _byte_step(register: int) -> int:
-    for _ in range(8):
-        register = _step(register)
+def _steps(register: int, n: int) -> int:
+    """`n` steps of zlib's CRC-32 register (S), fed zero bits."""
+    for _ in range(n):
+        register = (register >> 1) ^ (_POLY if register & 1 else 0)
     return register
 
 
-_TABLE = [_byte_step(i) for i in range(256)]  # S^8 of each low byte: zlib's table
+_TABLE = [_steps(i, 8) for i in range(256)]  # S^8 of each low byte: zlib's table
 _BY_TOP = {entry >> 24: i for i, entry in enumerate(_TABLE)}  # top bytes are all distinct
-_START = {}  # S^r(0x80) -> r, for r in 0..7
-_register = 0x80
-for _r in range(8):
-    _START[_register] = _r
-    _register = _step(_register)
-
-
-def _unstep_byte(register: int) -> int:
-    """The inverse of S^8 (S^8(c) = _TABLE[c & 0xFF] ^ (c >> 8), whose top byte names c's low
-    byte)."""
-    low = _BY_TOP[register >> 24]
-    return (((register ^ _TABLE[low]) << 8) | low) & 0xFFFFFFFF
+_START = {_steps(0x80, r): r for r in range(8)}  # S^r(0x80) -> r
 
 
 def locate_flip(message: bytes | bytearray | memoryview, stored_crc: int) -> int | None:
@@ -64,12 +49,16 @@ def locate_flip(message: bytes | bytearray | memoryview, stored_crc: int) -> int
     # S^r(0x80) is left, which says r (so k = 7 - r).
     register, table, by_top, start = syndrome, _TABLE, _BY_TOP, _START
     for back in range(1, length + 1):
-        low = by_top[register >> 24]  # _unstep_byte, inlined: this loop is the repair's cost
+        # undo S^8, i.e. c -> _TABLE[c & 0xFF] ^ (c >> 8): the result's top byte names c's low
+        # byte (inlined: this loop is what a repair costs)
+        low = by_top[register >> 24]
         register = (((register ^ table[low]) << 8) | low) & 0xFFFFFFFF
         r = start.get(register)
         if r is not None:
             return 8 * (length - back) + 7 - r
     return None
+
+
 def flip_bit(message: bytes | bytearray | memoryview, bit: int) -> bytes:
     """`message` with bit `bit` (as `locate_flip` numbers them) flipped."""
     out = bytearray(message)

@@ -8,8 +8,6 @@ it hits (a raw path or a journal file name) and the case that record belongs to.
 from __future__ import annotations
 
 import shutil
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,10 +98,3 @@ def make_demo_run(root: Path) -> Path:
     corpus = make_harness_corpus(root / "corpus")
     return Experiment(demo_config(corpus, root / "runs"), progress=False).run(
         root / "runs" / "offline").dir
-
-
-if __name__ == "__main__":  # print the sites of a run folder
-    started = time.perf_counter()
-    for name in SITES:
-        print(name, damage_site(Path(sys.argv[1]), name))
-    print(f"{time.perf_counter() - started:.2f} s")
