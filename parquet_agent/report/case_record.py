@@ -49,6 +49,7 @@ from parquet_agent.store.fold import (
     make_fold,
 )
 from parquet_agent.store.judging import RUN_JUDGE, appended_judgments, primary_judging
+from parquet_agent.store.manifest import read_manifest
 from parquet_agent.store.run import Run
 from parquet_agent.transcript import (
     TOOL_COUNT_FIELDS,
@@ -68,7 +69,7 @@ def _check_run_manifest(run_dir: Path) -> None:
     """ExportError unless `run_dir/manifest.json` is a run manifest with a journal folder (a
     corpus folder also has a manifest.json: exporting into it would litter the corpus)."""
     try:
-        data = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+        data, _ = read_manifest(run_dir / "manifest.json")  # verify() reports a repaired bit
     except (OSError, ValueError) as exc:
         raise ExportError(f"{run_dir}: cannot read the run: manifest.json is unreadable "
                           f"({exc}); nothing was written") from None

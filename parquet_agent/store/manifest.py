@@ -9,7 +9,8 @@
 corpus_snapshot, code_hash, prompt_hashes, package_versions, sandbox_mode, manifest_hash}`
 (plus `engine` for a run started on a non-local engine: its nodes and their sandbox modes).
 `manifest_hash` is `b2:` over the canonical JSON of every other field, so `Run.verify()` finds an
-edited manifest. It is written atomically, once, and never rewritten.
+edited manifest. It is written atomically, once, and never rewritten. `read_manifest` undoes one
+flipped bit (the only flip whose result matches its hash) and says so.
 
 `compare_frozen(old, new)` lists every difference in words ("config.limits.max_tool_calls: 12 ->
 8", "corpus file 2025-01.parquet changed", "prompt 'judge' changed", "code changed"). Fields that
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ from urllib.parse import urlsplit
 
 from parquet_agent.experiment_config import ExperimentConfig
 from parquet_agent.files import canonical_json, tagged_hash
+from parquet_agent.store.bitflip import flip_bit
 
 SCHEMA_VERSION = 1
 # distributions whose versions are frozen: ours and those that shape requests, SQL or numbers
@@ -127,6 +130,59 @@ def build_manifest(run_id: str, created_at: str, config: ExperimentConfig,
 
 def manifest_hash(manifest: Mapping[str, Any]) -> str:
     return tagged_hash(canonical_json({k: v for k, v in manifest.items() if k != "manifest_hash"}))
+
+
+def read_manifest(path: Path) -> tuple[Any, str | None]:
+    """The manifest at `path` (ValueError when it is not JSON), and a note when one flipped bit
+    was undone: the one flip that makes the manifest match its own `manifest_hash` again (a
+    wrong guess matches with probability 2^-256). An edit of more than one bit is left as read,
+    for `Run.verify()` to report."""
+    raw = path.read_bytes()
+    try:
+        manifest, problem = json.loads(raw), None
+    except ValueError as exc:  # a flip that broke the JSON: try each bit of the file
+        manifest, problem = None, exc
+    else:
+        stored = manifest.get("manifest_hash") if isinstance(manifest, dict) else None
+        if stored is None or stored == manifest_hash(manifest):
+            return manifest, None
+    fixed = _flip_in_a_value(manifest, stored) if problem is None else None
+    for bit in range(8 * len(raw)) if fixed is None else ():
+        try:
+            candidate = json.loads(flip_bit(raw, bit))
+        except ValueError:
+            continue
+        if isinstance(candidate, dict) and candidate.get("manifest_hash") == manifest_hash(
+                candidate):
+            fixed = candidate
+            break
+    if fixed is None:
+        if problem is not None:
+            raise problem
+        return manifest, None
+    again = json.dumps(fixed, indent=1, ensure_ascii=False, sort_keys=True).encode() + b"\n"
+    where = [i for i, (a, b) in enumerate(zip(raw, again)) if a != b]  # as RunStore writes it
+    at = f" (byte {where[0]})" if len(where) == 1 and len(raw) == len(again) else ""
+    return fixed, (f"{path.name} had one flipped bit{at}: repaired on read; the file on disk is "
+                   "still damaged (restore it from a copy)")
+
+
+def _flip_in_a_value(manifest: dict[str, Any], stored: Any) -> dict[str, Any] | None:
+    """The manifest as frozen when one bit of its stored hash, or of one value (the JSON still
+    parsing), was flipped: found on its canonical bytes, one hash per bit (~0.3 s per 4 KiB)."""
+    body = canonical_json({k: v for k, v in manifest.items() if k != "manifest_hash"})
+    computed = tagged_hash(body)
+    if isinstance(stored, str) and len(stored) == len(computed) and sum(
+            bin(ord(a) ^ ord(b)).count("1") for a, b in zip(stored, computed)) == 1:
+        return manifest | {"manifest_hash": computed}
+    for bit in range(8 * len(body)):
+        candidate = flip_bit(body, bit)
+        if tagged_hash(candidate) == stored:
+            try:
+                return json.loads(candidate) | {"manifest_hash": stored}
+            except ValueError:
+                return None
+    return None
 
 
 def _diff(path: tuple[str, ...], old: Any, new: Any, out: list[str], allowed: list[str]) -> None:

@@ -41,7 +41,7 @@ from parquet_agent.files import WriterLock
 from parquet_agent.store.blobs import RawStore
 from parquet_agent.store.casejournal import CaseJournal, check_case_id, resolve_offloaded
 from parquet_agent.store.journal import RUN_JOURNAL, Journal, JournalRead, read_journal
-from parquet_agent.store.manifest import compare_frozen, manifest_hash
+from parquet_agent.store.manifest import compare_frozen, manifest_hash, read_manifest
 from parquet_agent.store.unclaimed import unclaimed_exchanges
 from parquet_agent.transcript import (
     CaseFinished,
@@ -130,6 +130,7 @@ class Run:
         self._journals: dict[str, CaseJournal] = {}
         self._guard = threading.Lock()
         self._manifest: dict[str, Any] | None = None
+        self._manifest_repaired: str | None = None  # read_manifest's note
         # journals read by a read-only Run, by file state: an export reads every journal three
         # times (verify, the fold, the provenance's chain heads) and decodes it once
         self._reads: dict[Path, tuple[tuple[int, ...], JournalRead]] = {}
@@ -158,7 +159,7 @@ class Run:
             if not path.exists():
                 raise RunError(f"{self.dir}: no {MANIFEST}; the run was aborted before its "
                                "inputs were frozen. Start a new run folder.")
-            self._manifest = json.loads(path.read_text(encoding="utf-8"))
+            self._manifest, self._manifest_repaired = read_manifest(path)
         return self._manifest
 
     @property
@@ -333,6 +334,8 @@ class Run:
             manifest = self.manifest
         except (RunError, ValueError) as exc:
             return [f"manifest: {exc}"], [], 0
+        if self._manifest_repaired:
+            return [self._manifest_repaired], [], 0
         if manifest.get("manifest_hash") != manifest_hash(manifest):
             return ["manifest.json was changed after it was frozen (its hash no longer matches "
                     "manifest_hash)"], [], 0

@@ -16,7 +16,7 @@ from parquet_agent.store.packformat import HEADER, expand_numbers
 
 SITES = ("pack kind byte", "pack length, high bit", "pack length, low bit", "pack CRC",
          "pack recipe", "pack data, chunks other cases reuse", "pack data, chunks no one reuses",
-         "sealed journal", "run journal, a newline")
+         "sealed journal", "run journal, a newline", "manifest")
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,10 @@ def damage_site(run_dir: Path, site: str) -> Site:
         journal = sorted((run_dir / "journal").glob("*__*.jsonl.gz"))[0]
         case = journal.name[: -len(".jsonl.gz")]
         return Site(journal, 8 * (journal.stat().st_size // 2) + 4, journal.name, case)
+    if site == "manifest":  # the run's frozen inputs: every case depends on it
+        manifest = run_dir / "manifest.json"
+        at = manifest.read_bytes().index(b'"question_ids"') + 3
+        return Site(manifest, 8 * at + 4, manifest.name, None)
     if site == "run journal, a newline":  # two lines would read as one (a plain journal)
         journal = run_dir / "journal" / "_run.jsonl"
         newline = journal.read_bytes().index(b"\n", journal.stat().st_size // 2)

@@ -1,7 +1,7 @@
 """Checked-in run folders of every journal schema version stay readable (make_fixture_run.py):
 run-v1 was written by version 1, run-v2 by version 2 (chained, untyped lines), run-v3 by
-version 3 (typed); the older ones read through the versioned reader. Their raw packs (the pack format has not
-changed) repair one flipped bit like new ones."""
+version 3 (typed); the older ones read through the versioned reader. Their raw packs (the pack
+format has not changed) repair one flipped bit like new ones."""
 
 from __future__ import annotations
 

@@ -1,14 +1,17 @@
 """Damage stays local and edits are evident (issue 14), on real run folders.
 
 - One flipped bit anywhere in a real run folder (a raw record's header, recipe or data, whether
-  other cases reuse its chunks or not; a sealed journal; a plain journal) costs nothing: the CRC the record
-  already carries names the bit, the reader undoes it, every body and event reads byte for byte
-  as recorded, and `verify()` names exactly the record hit ("repaired"). Before, such a bit cost
+  other cases reuse its chunks or not; a sealed journal; a plain journal; the manifest) costs
+  nothing: the CRC (or chain, or hash) the record already carries names the bit, the reader
+  undoes it, every body and event reads byte for byte as recorded, and `verify()` names
+  exactly the record hit ("repaired"). Before, such a bit cost
   the case's later records and every body of every case reusing the record's chunks (a bit in a
   length cost every later record of the pack), or the sealed journal's lines after it.
 - Two flipped bits in one raw record cost that record and what depends on its bytes (the case's
   later records, bodies reusing its chunks); `verify()` names every one of them and every other
   body still reads (it used to make every later record unreadable).
+- One flipped bit in the manifest is the one flip that makes it match its `manifest_hash` again
+  (a flip there used to make the whole run unreadable: "not a run folder").
 - One flipped bit in a plain journal line is found by trying each bit against the line's chain:
   a flip in the run journal's newline used to cost the two lines it joined.
 - A bit flipped in a journal sealed before the repair field (plain gzip) is a problem in
@@ -107,6 +110,20 @@ def test_every_bit_of_a_raw_record_and_of_a_sealed_journal_is_repaired(demo_run,
         assert read.events == lines and len(read.damaged) == 1, (byte, read.damaged)
         assert f"byte {byte})" in read.damaged[0] and "repaired" in read.damaged[0]
         journal.write_bytes(sealed)
+
+
+@pytest.mark.parametrize("where", [b'"manifest_hash": "b2:', b'"run_id": "', b'"config": {'])
+def test_a_flipped_bit_in_the_manifest_is_repaired(demo_run, tmp_path, where):
+    """In the hash itself, in a value (the JSON still parses), in the structure (it does not)."""
+    run_dir = copy_run(demo_run, tmp_path)
+    manifest = run_dir / "manifest.json"
+    at = manifest.read_bytes().index(where) + len(where) - 1
+    flip(manifest, 8 * at + 2)
+    run = RunStore(run_dir.parent).open(run_dir.name)
+    assert run.manifest == RunStore(demo_run.parent).open(demo_run.name).manifest
+    problems = run.verify().problems
+    assert problems == (f"manifest.json had one flipped bit (byte {at}): repaired on read; the "
+                        "file on disk is still damaged (restore it from a copy)",), problems
 
 
 @pytest.mark.parametrize("part", ["data", "recipe", "header"])
