@@ -181,8 +181,12 @@ def _unchained(line: bytes) -> bool:
     that still ends in a chain was chained, whatever its damaged schema_version says.)"""
     if stored_chain(line) is not None:
         return False
-    event, _ = _decode(line)
-    return event is not None and event.schema_version < CHAINED
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return False
+    version = record.get("schema_version", 1) if isinstance(record, dict) else None
+    return isinstance(version, int) and version < CHAINED
 
 
 def _one_flip(lines: list[bytes], tail: bytes, i: int, prev: str):
