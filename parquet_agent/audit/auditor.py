@@ -25,8 +25,11 @@ from typing import Any
 
 from parquet_agent.audit.config import AuditConfig
 from parquet_agent.audit.dataset import Dataset
+from parquet_agent.audit.discover import discover
+from parquet_agent.audit.discover.scope import tables_of
 from parquet_agent.audit.events import (AUDIT_EVENTS, AuditFinished, AuditStarted,
-                                        EvaluationEvent, HistoryChecked, StepDone, StepModel)
+                                        CandidatesFound, EvaluationEvent, HistoryChecked,
+                                        StepDone, StepModel)
 from parquet_agent.audit.evidence import compute, proposal_fingerprint
 from parquet_agent.audit.finding import Finding, Proposal, finding_key
 from parquet_agent.audit.gates import Gate, GateOutcome
@@ -129,6 +132,9 @@ class _Session:
                                "(another snapshot id); start a new run instead of resuming")
             if self.state.finished:
                 return
+            if self.state.discovery is None:  # the deterministic candidates, journaled once
+                found = discover(self.tools, tables_of(self.dataset))
+                self.record(CandidatesFound(found.to_json()))
             while not self._done():
                 self._step(self.state.next_step)
             if not self.state.finished:

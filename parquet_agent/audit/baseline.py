@@ -27,7 +27,6 @@ RARE_SHARE = 0.01  # blind: a categorical value seen in fewer rows than this is 
 MAX_CATEGORICAL = 30
 OUTLIER_FACTOR = 3.0  # a file's mean this far above the median file's mean
 FENCE_IQR = 6.0  # a value above q75 + this many interquartile ranges is an outlier
-KEY_LIKE = 0.8  # distinct values per non-null row for a column to look like a key
 SHORT_FILE = 0.6  # a file with fewer rows than this share of the median file
 
 
@@ -89,13 +88,18 @@ class BaselineAuditor:
     def candidates(self, state: dict[str, Any]) -> list[dict[str, Any]]:
         profiles, schema = state["profiles"], state["schema_sample"]
         filings = bool(state["dataset"].get("documented_properties"))
-        out: list[dict[str, Any]] = []
+        discovery = state.get("discovery") or {}
+        # what discovery found first: keys, references, dependencies (audit.discover)
+        out: list[dict[str, Any]] = [
+            c["arguments"] for c in discovery.get("candidates", []) if c["report"]
+            and not (filings and set(c["arguments"]["columns"]) <= {"md5", "parsed_md"})]
+        # a column that refers to another table's key is checked against it, not by frequency
+        referring = {r["from"].split(".", 1)[1] for r in discovery.get("references", [])}
         for column, profile in profiles.items():
             ref = self.reference.get(column) if self.variant == "reference" else None
             out += _completeness(column, profile, ref)
-            if not (filings and column in ("md5", "parsed_md")):
-                out += _uniqueness(column, profile, ref)
-            out += _validity(column, profile, ref)
+            if column not in referring:
+                out += _validity(column, profile, ref)
             out += _range(column, profile, ref)
             if ref is not None:
                 out += _drift(column, profile, ref)
@@ -128,19 +132,6 @@ def _completeness(column: str, profile: dict, ref: dict | None) -> list[dict]:
         out.append(_finding("completeness", [column], f"{column} is empty",
                             f"{values['empty']} empty string(s)", f"{q(column)} = ''"))
     return out
-
-
-def _uniqueness(column: str, profile: dict, ref: dict | None) -> list[dict]:
-    basis = ref or profile
-    present = basis["rows"] - basis["nulls"]
-    identifier = profile["type"] == "VARCHAR" or column.lower() == "id" or column.lower().endswith("_id")
-    if not identifier or _long(profile) or present < 20 or basis["distinct_approx"] < KEY_LIKE * present:
-        return []
-    c = q(column)
-    return [_finding("uniqueness", [column], f"{column} is duplicated",
-                     f"{column} looks like a key ({basis['distinct_approx']} distinct of "
-                     f"{basis['rows']}) but some values repeat",
-                     f"{c} IN (SELECT {c} FROM data GROUP BY {c} HAVING count(*) > 1)")]
 
 
 def _known_values(profile: dict) -> list[str]:

@@ -7,6 +7,8 @@ below (without it, lines read as `UnknownEvent`). Order:
 
     audit_started    lineage, snapshot, dataset description, config, previous run id
     history_checked  every open finding of the previous run re-counted on this snapshot
+    candidates_found the deterministic discovery's candidates, references, keys and notes
+                     (`audit.discover`), what every auditor starts from
     step_model       the model's reply for one step (reasoning, one action, confidence, usage,
                      cost, raw paths): written before the action runs, replayed on resume so no
                      inference call is paid twice
@@ -42,6 +44,12 @@ class HistoryChecked:
     EVENT: ClassVar[str] = "history_checked"
     previous_run: str | None
     rechecks: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CandidatesFound:
+    EVENT: ClassVar[str] = "candidates_found"
+    discovery: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -88,5 +96,5 @@ class AuditFinished:
     reason: str
 
 
-AUDIT_EVENTS = EventFamily.of("audit", AuditStarted, HistoryChecked, StepModel, EvaluationEvent,
-                              StepDone, AuditFinished)
+AUDIT_EVENTS = EventFamily.of("audit", AuditStarted, HistoryChecked, CandidatesFound, StepModel,
+                              EvaluationEvent, StepDone, AuditFinished)

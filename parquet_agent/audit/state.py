@@ -17,6 +17,7 @@ from typing import Any
 from parquet_agent.audit.events import (
     AuditFinished,
     AuditStarted,
+    CandidatesFound,
     EvaluationEvent,
     HistoryChecked,
     StepDone,
@@ -36,6 +37,7 @@ class AuditState:
 
     started: AuditStarted | None = None
     history: HistoryChecked | None = None
+    discovery: dict[str, Any] | None = None  # audit.discover's candidates (CandidatesFound)
     schema: dict[str, Any] | None = None
     profiles: dict[str, Any] = field(default_factory=dict)
     queries: list[dict[str, Any]] = field(default_factory=list)
@@ -69,6 +71,8 @@ class AuditState:
             self.started = payload
         elif isinstance(payload, HistoryChecked):
             self.history = payload
+        elif isinstance(payload, CandidatesFound):
+            self.discovery = payload.discovery
         elif isinstance(payload, StepModel):
             self.model_step(payload)
         elif isinstance(payload, EvaluationEvent):
@@ -168,6 +172,7 @@ class AuditState:
                           for d in self.dismissed],
             "categories_tried": sorted(self.tried),
             "history": self.rechecks,
+            "discovery": self.discovery,
             "critiques": critiques,
             "budget_left": self.budget_left(config),
         }

@@ -1,0 +1,98 @@
+"""Deterministic discovery: the dependencies a dataset's tables almost obey, and the rows that
+break them (the data-profiling literature's unique column combinations, inclusion, functional
+and order dependencies, plus time grids, isolated outliers and cross-column arithmetic).
+
+    found = discover(tools, tables)      # tools: AuditTools (sandboxed); tables: scope.tables_of
+    found.candidates                     # Candidate: write_finding arguments + rule + report/note
+    found.to_json()                      # what an auditor's state holds
+
+Every query runs through the audit's sandboxed tools, so discovery reads exactly what the finding
+gate reads; each candidate is a row predicate over a table's view, which the gate re-counts
+itself before anything is committed. A rule whose query fails becomes a note, never an error.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from parquet_agent.audit.discover import keys, references
+from parquet_agent.audit.discover.base import Candidate, Probe, ProbeError, QueryTool, Table
+from parquet_agent.audit.discover.profile import ColumnProfile, profile
+
+__all__ = ["Candidate", "Discovery", "Table", "discover"]
+
+
+@dataclass
+class Discovery:
+    tables: list[Table]
+    profiles: dict[str, dict[str, ColumnProfile]] = field(default_factory=dict)
+    candidates: list[Candidate] = field(default_factory=list)
+    references: list[references.Reference] = field(default_factory=list)
+    keys: dict[str, list[str]] = field(default_factory=dict)  # view -> its unique columns
+    notes: list[str] = field(default_factory=list)
+    queries: int = 0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tables": [{"view": t.view, "rows": t.rows, "columns": len(t.columns)} for t in self.tables],
+            "candidates": [c.to_json() for c in self.candidates],
+            "references": [r.to_json() for r in self.references],
+            "keys": self.keys, "notes": list(self.notes),
+            "queries": self.queries, "seconds": round(self.seconds, 3),
+        }
+
+
+def discover(tools: QueryTool, tables: list[Table]) -> Discovery:
+    started = time.perf_counter()
+    probe = Probe(tools)
+    found = Discovery(list(tables))
+    for table in tables:
+        _guard(found, f"profile of {table.view}", lambda t=table: found.profiles.__setitem__(
+            t.view, profile(probe, t)))
+    profiled = [t for t in tables if t.view in found.profiles and t.rows > 0]
+    _guard(found, "references", lambda: _references(probe, profiled, found))
+    for table in profiled:
+        _guard(found, f"keys of {table.view}", lambda t=table: _keys(probe, t, found))
+    found.queries = probe.queries
+    found.seconds = time.perf_counter() - started
+    return found
+
+
+def _guard(found: Discovery, what: str, step) -> None:
+    try:
+        step()
+    except ProbeError as exc:
+        found.notes.append(f"{what}: skipped, a query failed: {exc}")
+
+
+def _references(probe: Probe, tables: list[Table], found: Discovery) -> None:
+    by_view = {t.view: t for t in tables}
+    best: dict[tuple[str, str], list[tuple[references.Reference, bool]]] = {}
+    for source, a, target, b, related in references.pairs(tables, found.profiles):
+        ref = references.measure(probe, source, a, target, b)
+        if references.accepted(ref, related, found.profiles[source.view][a]):
+            best.setdefault((source.view, a), []).append((ref, related))
+    for refs in best.values():
+        # a foreign key refers to one key: the best-contained one; the others (an alternate
+        # key that mostly holds the same values) are only noted
+        refs.sort(key=lambda x: (-x[0].containment, not x[1], x[0].target, x[0].key))
+        for rank, (ref, _) in enumerate(refs):
+            found.references.append(ref)
+            orphan = references.orphans(ref, by_view[ref.source], by_view[ref.target])
+            if orphan is not None:
+                found.candidates.append(orphan if rank == 0 else replace(orphan, report=False))
+
+
+def _keys(probe: Probe, table: Table, found: Discovery) -> None:
+    profiles = found.profiles[table.view]
+    referenced = {r.key for r in found.references if r.target == table.view}
+    columns = [c for c, p in profiles.items() if keys.key_candidate(p) or c in referenced]
+    counts = keys.count_keys(probe, table, columns)
+    found.keys[table.view] = [c for c, k in counts.items() if k.unique]
+    for column, count in counts.items():
+        dup = keys.duplicates(table, count, profiles[column], column in referenced)
+        if dup is not None:
+            found.candidates.append(dup)

@@ -1,0 +1,142 @@
+"""Near-foreign-keys across tables (inclusion dependencies that almost hold) and their orphans.
+
+A reference `A.a -> B.b` is a candidate when `b` is (nearly) unique in B, `a` has the same kind
+(integer or text code) and a comparable range (number range, text lengths), and either their
+names are related (`tailnum`/`tailnum`, `customer_id`/`customers.id`, `teamID`/`teams.teamID`)
+or, for text codes, at least 90 % of a's distinct values are b's (and a has at least 20 of
+them): integers coincide too easily to be matched on values alone. The containment is
+counted exactly (distinct values of a found in b, an anti-join); a reference whose
+containment is at least `MIN_CONTAINMENT` but below 1 has orphans: rows of A whose value is
+absent from B, the finding. Complete references (containment 1) are returned too: a rare
+category that is in its referenced table is valid, whatever its frequency.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from parquet_agent.audit.discover.base import Candidate, Probe, Table, candidate, lit, q
+from parquet_agent.audit.discover.profile import ColumnProfile
+
+NEAR_UNIQUE = 0.95  # the referenced column's approximate distinct share
+MIN_CONTAINMENT = 0.5  # with related names
+VALUE_CONTAINMENT = 0.9  # text codes with unrelated names
+MIN_DISTINCT_BY_VALUE = 20
+MAX_PAIRS = 400
+
+
+@dataclass(frozen=True)
+class Reference:
+    source: str  # view
+    column: str
+    target: str  # view
+    key: str
+    distinct: int  # distinct non-null values of the source column
+    found: int  # of which in the target
+    orphans: tuple[str, ...]  # a few absent values, most frequent first
+
+    @property
+    def containment(self) -> float:
+        return self.found / self.distinct if self.distinct else 0.0
+
+    def to_json(self) -> dict:
+        return {"from": f"{self.source}.{self.column}", "to": f"{self.target}.{self.key}",
+                "containment": round(self.containment, 4), "distinct": self.distinct,
+                "orphan_values": list(self.orphans)}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", name.lower())
+
+
+def _singular(name: str) -> str:
+    n = _norm(re.sub(r"^f_", "", name))
+    return n[:-3] + "y" if n.endswith("ies") else n[:-1] if n.endswith("s") else n
+
+
+def names_related(a: str, b: str, target_view: str) -> bool:
+    na, nb, table = _norm(a), _norm(b), _singular(target_view)
+    if na == nb:
+        return len(na) >= 2
+    if nb in ("id", "key", "code") or len(nb) < 3:
+        return bool(table) and na in (table + nb, table)
+    return na.endswith(nb) or (nb.endswith(na) and len(na) >= 3)
+
+
+def comparable(a: ColumnProfile, b: ColumnProfile) -> bool:
+    if a.kind != b.kind or a.kind not in ("integer", "text") or a.distinct < 2:
+        return False
+    if a.kind == "integer":
+        return (a.low is not None and b.low is not None and a.high is not None
+                and b.high is not None and a.low <= b.high and b.low <= a.high)
+    if None in (a.min_length, a.max_length, b.min_length, b.max_length, a.mean_length, b.mean_length):
+        return False
+    return (a.min_length <= b.max_length and b.min_length <= a.max_length  # type: ignore[operator]
+            and 0.5 <= a.mean_length / max(b.mean_length, 1e-9) <= 2.0)  # type: ignore[operator]
+
+
+def target_like(p: ColumnProfile) -> bool:
+    return (p.kind in ("integer", "text") and p.non_null >= 2 and p.distinct >= 2
+            and p.distinct >= NEAR_UNIQUE * p.non_null)
+
+
+def pairs(tables: list[Table], profiles: dict[str, dict[str, ColumnProfile]]) -> list[tuple]:
+    """(A, a, B, b, related) worth an exact containment count, named pairs first."""
+    out = []
+    for target in tables:
+        for b, pb in profiles[target.view].items():
+            if not target_like(pb):
+                continue
+            for source in tables:
+                if source.view == target.view:
+                    continue
+                for a, pa in profiles[source.view].items():
+                    if not comparable(pa, pb) or pa.distinct > 2 * pb.distinct + 10:
+                        continue
+                    related = names_related(a, b, target.view)
+                    if related or (pa.kind == "text" and not pa.free_text
+                                   and pa.distinct >= MIN_DISTINCT_BY_VALUE):
+                        out.append((source, a, target, b, related))
+    out.sort(key=lambda p: (not p[4], p[0].view, p[1], p[2].view, p[3]))
+    return out[:MAX_PAIRS]
+
+
+def measure(probe: Probe, source: Table, a: str, target: Table, b: str) -> Reference:
+    ca, cb = q(a), q(b)
+    keys = (f"(SELECT DISTINCT {ca} AS k FROM {source.view} WHERE {ca} IS NOT NULL) s "
+            f"LEFT JOIN (SELECT DISTINCT {cb} AS k FROM {target.view}) t ON s.k = t.k")
+    row = probe.one(f"SELECT count(*) AS d, count(t.k) AS hit FROM {keys}")
+    orphans: tuple[str, ...] = ()
+    if 0 < row["hit"] < row["d"]:
+        shown = probe.rows(
+            f"SELECT CAST({ca} AS VARCHAR) AS v, count(*) AS n FROM {source.view} "
+            f"WHERE {_orphan(a, target, b)} GROUP BY 1 ORDER BY n DESC, v LIMIT 5")
+        orphans = tuple(str(r["v"]) for r in shown)
+    return Reference(source.view, a, target.view, b, int(row["d"]), int(row["hit"]), orphans)
+
+
+def _orphan(a: str, target: Table, b: str) -> str:
+    return (f"{q(a)} IS NOT NULL AND {q(a)} NOT IN "
+            f"(SELECT {q(b)} FROM {target.view} WHERE {q(b)} IS NOT NULL)")
+
+
+def accepted(ref: Reference, related: bool, source_profile: ColumnProfile) -> bool:
+    if ref.found < 3:
+        return False
+    if related:
+        return ref.containment >= MIN_CONTAINMENT
+    return ref.containment >= VALUE_CONTAINMENT and ref.distinct >= MIN_DISTINCT_BY_VALUE
+
+
+def orphans(ref: Reference, source: Table, target: Table) -> Candidate | None:
+    if ref.found == ref.distinct:
+        return None
+    missing = ref.distinct - ref.found
+    shown = ", ".join(lit(v) for v in ref.orphans)
+    return candidate(
+        "references.orphans", "referential", source, [ref.column],
+        f"{ref.column} in {ref.source} refers to {ref.target}.{ref.key} but {missing} value(s) are absent",
+        f"{ref.found} of the {ref.distinct} distinct values of {ref.source}.{ref.column} are "
+        f"{ref.target}.{ref.key} values (a key of {ref.target}); {missing} are not, e.g. {shown}",
+        _orphan(ref.column, target, ref.key), support=ref.to_json())
