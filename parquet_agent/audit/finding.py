@@ -23,8 +23,10 @@ from typing import Any
 import duckdb
 
 from parquet_agent.audit.taxonomy import CATEGORIES
+from parquet_agent.tools.gate import MAX_PARSE_CHARS, query_size_problem
 
 MAX_EXAMPLES = 5
+_SQL_FIELDS = ("predicate", "count_sql", "denominator_sql", "examples_sql")
 _POSITION_KEYS = frozenset({"query_location", "query_location_length"})
 
 
@@ -72,6 +74,10 @@ class Proposal:
             return None, "give a row predicate (WHERE clause over `view`) or a count_sql"
         if proposal.count_sql is not None and proposal.denominator_sql is None:
             return None, "a count_sql needs its denominator_sql"
+        for name in _SQL_FIELDS:  # before anything parses them (the fingerprint, the gate)
+            problem = query_size_problem(getattr(proposal, name) or "")
+            if problem:
+                return None, f"{name}: {problem}"
         return proposal, None
 
     def queries(self, key_columns: tuple[str, ...]) -> tuple[str, str, str | None] | None:
@@ -162,7 +168,11 @@ class Finding:
 
 
 def fingerprint(sql: str) -> str:
-    """A hash of `sql`'s DuckDB parse tree without source positions (`fp:` + 32 hex)."""
+    """A hash of `sql`'s DuckDB parse tree without source positions (`fp:` + 32 hex); a
+    ValueError when it does not parse or is too long to parse."""
+    problem = query_size_problem(sql, MAX_PARSE_CHARS)
+    if problem:
+        raise ValueError(f"the count query is not fingerprinted: {problem}")
     con = duckdb.connect(":memory:")
     try:
         (text,) = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()

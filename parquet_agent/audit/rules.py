@@ -1,6 +1,7 @@
 """The deterministic (`rules`) evaluator of each gate.
 
-- `ActionRules`: a known tool with valid arguments; SQL that passes the SQL gate; budgets that
+- `ActionRules`: a known tool with valid arguments (a query or predicate of at most 20,000
+  characters, refused before anything parses it); SQL that passes the SQL gate; budgets that
   hold; no call identical to an earlier one; then `tools.action_gate.query_rules` (shared with
   the experiments' optional action gate): no pattern scan over a long-text column of the whole
   dataset that has not been narrowed by another column first; WARN: whole long-text cells.
@@ -21,6 +22,7 @@ from typing import Any
 from parquet_agent.audit.finding import MAX_EXAMPLES, Proposal
 from parquet_agent.audit.taxonomy import CATEGORIES
 from parquet_agent.tools.action_gate import query_rules
+from parquet_agent.tools.gate import query_size_problem
 
 AUDIT_TOOLS = ("schema_sample", "run_query", "get_stats", "write_finding", "conclude")
 
@@ -66,6 +68,8 @@ def _argument_problem(tool: str, args: dict[str, Any], columns: list[str]) -> st
             return "n must be an integer from 1 to 20"
     elif tool == "run_query" and (not isinstance(args.get("sql"), str) or not args["sql"].strip()):
         return "run_query needs sql: one read-only SELECT"
+    elif tool == "run_query" and query_size_problem(args["sql"]):
+        return f"validation: {query_size_problem(args['sql'])}"
     elif tool == "get_stats" and args.get("column") not in columns:
         return f"get_stats needs a column of the dataset: {', '.join(columns)}"
     elif tool == "write_finding":

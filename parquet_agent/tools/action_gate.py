@@ -6,6 +6,7 @@
 `query_rules` is the rule set of the data-quality auditor's action gate (`audit.rules`) and of a
 question-answering experiment's optional one (`[gates] action = ["rules"]`, off by default):
 
+- FAIL (a `validation` error) when the query is over `MAX_QUERY_CHARS`, before anything parses it;
 - FAIL when the SQL gate (`tools.gate`) refuses the statement;
 - FAIL on a pattern scan (`contains`, LIKE, regexp, ...) over a long-text column of the whole
   dataset that no other column narrows: it would only run into the CPU-seconds limit. Rows
@@ -28,9 +29,11 @@ from typing import Any, Callable
 import duckdb
 
 from parquet_agent.models.protocol import ToolSpec
-from parquet_agent.tools.gate import GateRejection, parse_select
+from parquet_agent.tools.gate import GateRejection, parse_select, query_size_problem
 from parquet_agent.tools.result import GateEvaluation, ToolResult, error_result
+from parquet_agent.tools.specs import MAX_ARGUMENT_CHARS
 
+TOO_LONG = "too long to check"  # how a size refusal's critique starts
 LONG_TEXT = ("parsed_md",)  # the filings corpus's long-text column
 SCAN_FUNCTIONS = frozenset({"contains", "~~", "~~*", "!~~", "!~~*", "like", "ilike",
                             "regexp_matches", "regexp_full_match", "regexp_extract", "strpos",
@@ -41,6 +44,9 @@ def query_rules(sql: str, long_text: list[str] | tuple[str, ...],
                 narrowed: bool = False) -> tuple[str, str]:
     """(verdict, critique) of one SELECT: the SQL gate, narrowed scans, whole long cells.
     `narrowed`: the query runs over rows already narrowed (one filing, a scope)."""
+    too_long = query_size_problem(sql)
+    if too_long:  # before DuckDB or json.loads sees it
+        return "FAIL", f"{TOO_LONG}: {too_long}"
     con = duckdb.connect(":memory:")
     try:
         parse_select(con, sql, tables=None)  # the views are checked again in the worker
@@ -84,8 +90,8 @@ class ActionGate:
         verdict, critique = query_rules(args["query"], self.long_text, narrowed)
         self.record(GateEvaluation("action", "rules", "sql", args, verdict, critique, narrowed))
         if verdict == "FAIL":
-            return error_result(name, arguments, "forbidden",
-                                f"action gate (rules) FAIL: {critique}")
+            kind = "validation" if critique.startswith(TOO_LONG) else "forbidden"
+            return error_result(name, arguments, kind, f"action gate (rules) FAIL: {critique}")
         return self.tools.call_raw(name, arguments)
 
 
@@ -95,9 +101,11 @@ def _sql_arguments(name: object, arguments: object) -> dict[str, Any] | None:
     if name != "sql":
         return None
     if isinstance(arguments, str):
+        if len(arguments) > MAX_ARGUMENT_CHARS:  # the tool itself refuses it, unparsed
+            return None
         try:
             arguments = json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     if not isinstance(arguments, dict) or not isinstance(arguments.get("query"), str):
         return None

@@ -29,11 +29,19 @@ from parquet_agent.corpus.snapshot import CorpusSnapshot
 from parquet_agent.errors import UsageError
 from parquet_agent.models.protocol import ToolSpec
 from parquet_agent.tools.cache import CachedOutput, cache_key
+from parquet_agent.tools.gate import MAX_QUERY_CHARS
 from parquet_agent.tools.render import OutputLimits
 from parquet_agent.tools.result import Timings, ToolError, ToolResult, error_result
 from parquet_agent.tools.sandbox import Capabilities, SandboxLimits
 from parquet_agent.tools.shared_sandbox import SharedSandbox
-from parquet_agent.tools.specs import ALL_TOOLS, STRATEGIES, TOOL_VERSION, ArgumentCheck, tool_spec
+from parquet_agent.tools.specs import (
+    ALL_TOOLS,
+    MAX_ARGUMENT_CHARS,
+    STRATEGIES,
+    TOOL_VERSION,
+    ArgumentCheck,
+    tool_spec,
+)
 from parquet_agent.tools.worker import SCAN_ADVICE
 
 
@@ -167,6 +175,8 @@ class Tools:
             except UnicodeDecodeError:
                 return error_result(name, arguments, "validation", "arguments are not valid UTF-8 JSON")
         if isinstance(arguments, str):  # raw argument text (OpenAI sends JSON text)
+            if len(arguments) > MAX_ARGUMENT_CHARS:  # refused before json.loads reads it
+                return error_result(name, arguments[:2000], "validation", _TOO_LONG)
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except ValueError as exc:
@@ -300,6 +310,8 @@ class Tools:
 MAX_ARGUMENT_DEPTH = 32  # tool arguments are flat: a few strings and numbers
 _TOO_DEEP = (f"arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep; tool arguments "
              "are a flat JSON object of strings and numbers")
+_TOO_LONG = (f"the arguments are over {MAX_ARGUMENT_CHARS:,} characters of JSON; a query is at "
+             f"most {MAX_QUERY_CHARS:,} characters")
 
 
 def _nesting_exceeds(value: object, limit: int) -> bool:

@@ -36,7 +36,11 @@ from typing import Any
 
 import duckdb
 
-MAX_QUERY_CHARS = 20_000
+MAX_QUERY_CHARS = 20_000  # what a model may write as one query (a tool argument)
+# What any parse in our processes accepts: a model's query plus the wrappers the audit puts
+# around a predicate. Checked before DuckDB parses anything: a 6.9 MB IN-list cost 2 GiB and
+# 27-50 s of parsing and json.loads of its tree before it was refused.
+MAX_PARSE_CHARS = 2 * MAX_QUERY_CHARS
 MAX_TREE_DEPTH = 400  # nesting of the parsed tree; a real query stays far below
 _QUERY_NODES = frozenset({"SELECT_NODE", "SET_OPERATION_NODE", "CTE_NODE", "RECURSIVE_CTE_NODE"})
 _TABLE_REFS = frozenset({"BASE_TABLE", "JOIN", "SUBQUERY", "TABLE_FUNCTION", "EMPTY",
@@ -59,7 +63,8 @@ _HINT = (
 
 class GateRejection(Exception):
     """The query may not run; `kind` is `sql` (unparsable, or a function or table that is not
-    available), `forbidden` (not a read-only SELECT) or `validation` (no statement)."""
+    available), `forbidden` (not a read-only SELECT) or `validation` (no statement, or more
+    than `MAX_PARSE_CHARS` characters: refused before it is parsed)."""
 
     def __init__(self, kind: str, message: str):
         super().__init__(message)
@@ -81,6 +86,9 @@ def parse_select(con: duckdb.DuckDBPyConnection, sql: str,
     the view names the query may read besides its own CTEs (an audit's `data` and per-file
     views; `filings`/`filing` by default); None: any name without a schema or catalog (a
     pre-check that does not know the views; the worker's gate then checks the real ones)."""
+    problem = query_size_problem(sql, MAX_PARSE_CHARS)
+    if problem:
+        raise GateRejection("validation", problem)
     try:
         statements = con.extract_statements(sql)
     except duckdb.Error as exc:
@@ -107,6 +115,15 @@ def parse_select(con: duckdb.DuckDBPyConnection, sql: str,
     names = None if tables is None else frozenset(t.lower() for t in tables)
     _Walk(allowed_functions(), names).check(_serialize(con, sql))
     return statement
+
+
+def query_size_problem(sql: str, limit: int = MAX_QUERY_CHARS) -> str | None:
+    """What is wrong with `sql`'s size (None when it is within `limit` characters): checked
+    before anything parses it."""
+    if len(sql) <= limit:
+        return None
+    return (f"the query has {len(sql):,} characters, over the limit of {limit:,}; write it "
+            "shorter (a long IN list is better as a condition on a column or a range).")
 
 
 def _serialize(con: duckdb.DuckDBPyConnection, sql: str) -> Any:

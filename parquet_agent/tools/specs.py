@@ -21,6 +21,9 @@ from parquet_agent.models.protocol import ToolSpec
 from parquet_agent.tools.gate import MAX_QUERY_CHARS
 
 TOOL_VERSION = "tools-1"  # part of every cache key: bump when any tool's output changes
+# A call's raw argument text (the JSON a model sent) is refused unread above this: room for a
+# longest query written entirely in JSON unicode escapes, far below what parsing would cost.
+MAX_ARGUMENT_CHARS = 8 * MAX_QUERY_CHARS
 
 
 def _clean_text(value: str) -> str:

@@ -253,6 +253,8 @@ def _whole_corpus(query: str, ctx: Context) -> tuple[duckdb.DuckDBPyConnection, 
         return scan, SkipReport(False, ctx.skip_status)
     try:
         table, report = pruned_filings(scan, query, ctx.skip, CandidateReader(ctx.files, ctx.metadata))
+    except RecursionError:  # a tree too deep to read: scanned, and the gate then refuses it (`sql`)
+        return scan, SkipReport(False, "query too deeply nested to prune: scanned", ctx.skip.count)
     except (MemoryError, PageFormatError, duckdb.Error, OSError, pa.ArrowException) as exc:  # never worse than a scan
         return scan, SkipReport(False, f"candidate read failed ({type(exc).__name__}): scanned", ctx.skip.count)
     if table is None:
