@@ -27,6 +27,7 @@ from parquet_agent.audit.config import AuditConfig
 from parquet_agent.audit.dataset import Dataset
 from parquet_agent.audit.discover import discover
 from parquet_agent.audit.discover.scope import tables_of
+from parquet_agent.audit.sources import default_lineage
 from parquet_agent.audit.events import (AUDIT_EVENTS, AuditFinished, AuditStarted,
                                         CandidatesFound, EvaluationEvent, HistoryChecked,
                                         StepDone, StepModel)
@@ -50,6 +51,7 @@ from parquet_agent.store.journal import Journal, read_journal
 
 SCHEMA_VERSION = 1
 JOURNAL = "journal/audit.jsonl"
+SNAPSHOT_DIR = "snapshot"  # CSV / JSON-lines inputs converted to Parquet
 DATA_TOOLS = ("schema_sample", "run_query", "get_stats")
 
 
@@ -68,16 +70,19 @@ class Auditor:
     def run(self, dataset: str | Path | Dataset, *, run_dir: str | Path | None = None,
             resume: bool = False, lineage: str | None = None) -> AuditReport:
         """Audit `dataset` into `run_dir` (default `runs/audit-<lineage>-<UTC time>`)."""
-        ds = dataset if isinstance(dataset, Dataset) else Dataset.open(
-            dataset, lineage or self.config.lineage)
+        name = lineage or self.config.lineage or (
+            dataset.lineage if isinstance(dataset, Dataset) else default_lineage(dataset))
         run_dir = Path(run_dir) if run_dir else Path("runs") / (
-            f"audit-{ds.lineage}-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}")
+            f"audit-{name}-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}")
         journal_path = run_dir / JOURNAL
         if resume and not journal_path.exists():
             raise UsageError(f"{run_dir}: nothing to resume (no {JOURNAL})")
         if not resume and run_dir.exists() and any(run_dir.iterdir()):
             raise UsageError(f"{run_dir} already holds a run; pass --resume to continue it or "
                              "choose another --run-dir")
+        # CSV and JSON lines are snapshotted as Parquet inside the run folder
+        ds = dataset if isinstance(dataset, Dataset) else Dataset.open(
+            dataset, lineage or self.config.lineage, convert_dir=run_dir / SNAPSHOT_DIR)
         run_dir.mkdir(parents=True, exist_ok=True)
         lock = WriterLock(run_dir)
         store = _open_store(self.store, run_dir)
@@ -212,7 +217,8 @@ class _Session:
         critique = outcome.critique or None
         clean = {k: v for k, v in args.items() if k != "confidence"}
         if tool in DATA_TOOLS:
-            call = {"schema_sample": lambda: self.tools.schema_sample(clean.get("n", self.config.sample_rows)),
+            call = {"schema_sample": lambda: self.tools.schema_sample(
+                        clean.get("n", self.config.sample_rows), clean.get("table")),
                     "run_query": lambda: self.tools.run_query(clean["sql"]),
                     "get_stats": lambda: self.tools.get_stats(clean["column"])}[tool]
             result = call()
@@ -231,6 +237,8 @@ class _Session:
     def _propose(self, n: int, args: dict) -> tuple[dict, str, str | None]:
         proposal, _ = Proposal.from_arguments(args)  # the action gate checked it
         assert proposal is not None
+        proposal = dataclasses.replace(proposal, columns=self.dataset.refs(proposal.columns,
+                                                                          proposal.view))
         evidence, error = compute(proposal, self.tools)
         try:
             print_ = proposal_fingerprint(proposal, self.tools)
@@ -278,6 +286,7 @@ class _Session:
         skipped = {**self.state.skipped, **(args.get("skipped") or {})}
         outcome = self._gate(self.run_gate, {
             "columns": list(self.dataset.column_names), "profiled": sorted(self.state.profiles),
+            "profile_errors": dict(self.state.profile_errors),
             "tried": sorted(self.state.tried), "skipped": skipped, "reverified": reverified}, n)
         return {"verdict": outcome.verdict, "critique": outcome.critique,
                 "reverified": reverified, "summary": args.get("summary")}

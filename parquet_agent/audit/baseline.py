@@ -65,8 +65,9 @@ class BaselineAuditor:
         if state["schema_sample"] is None:
             return "Start with the schema and a sample.", "schema_sample", {"n": 5, "confidence": 1.0}
         columns = [c["column"] for c in state["dataset"]["columns"]]
+        failed = state.get("profile_errors") or {}  # tried: the run gate names them
         for column in columns:
-            if column not in state["profiled"]:
+            if column not in state["profiled"] and column not in failed:
                 return f"Profile {column}.", "get_stats", {"column": column, "confidence": 1.0}
         proposed = {f["title"] for f in state["findings"]} | {d["title"] for d in state["dismissed"]}
         for candidate in self.candidates(state):
@@ -94,20 +95,44 @@ class BaselineAuditor:
             c["arguments"] for c in discovery.get("candidates", []) if c["report"]
             and not (filings and set(c["arguments"]["columns"]) <= {"md5", "parsed_md"})]
         # a column that refers to another table's key is checked against it, not by frequency
-        referring = {r["from"].split(".", 1)[1] for r in discovery.get("references", [])}
+        referring = {tuple(r["from"].split(".", 1)) for r in discovery.get("references", [])}
+        views = _views_of(state["dataset"])
         for column, profile in profiles.items():
             ref = self.reference.get(column) if self.variant == "reference" else None
-            out += _completeness(column, profile, ref)
-            if column not in referring:
-                out += _validity(column, profile, ref)
-            out += _range(column, profile, ref)
+            view, local = views.get(column, ("data", column))
+            found = _completeness(local, profile, ref) + _non_finite(local, profile)
+            if (view, local) not in referring:
+                found += _validity(local, profile, ref)
+            found += _range(local, profile, ref)
             if ref is not None:
-                out += _drift(column, profile, ref)
-        out += _volume(profiles, self.reference if self.variant == "reference" else None)
+                found += _drift(local, profile, ref)
+            out += [_in_view(f, view, column) for f in found]
+        for view in dict.fromkeys(v for v, _ in views.values()):
+            mine = {c: p for c, p in profiles.items() if views.get(c, ("data",))[0] == view}
+            found = _volume(mine, self.reference if self.variant == "reference" else None)
+            out += [_in_view(f, view, None) for f in found]
         out += _schema_drift(schema)
         if filings:
             out += _filings_rules(schema)
         return out
+
+
+def _views_of(dataset: dict) -> dict[str, tuple[str, str]]:
+    """column ref -> (its table's view, its name there); `data` for a one-table dataset."""
+    out = {}
+    for c in dataset["columns"]:
+        table = c.get("table")
+        out[c["column"]] = (table, c["column"][len(table) + 1:]) if table else ("data", c["column"])
+    return out
+
+
+def _in_view(finding: dict, view: str, ref: str | None) -> dict:
+    """A candidate written over one column's local name, as a finding over its table's view."""
+    if view == "data":
+        return finding
+    columns = [ref] if ref is not None else [f"{view}.{c}" if c != "_file" else c
+                                             for c in finding["columns"]]
+    return {**finding, "columns": columns, "view": view, "title": f"{view}: {finding['title']}"}
 
 
 def _finding(category: str, columns: list[str], title: str, rationale: str,
@@ -159,11 +184,21 @@ def _validity(column: str, profile: dict, ref: dict | None) -> list[dict]:
     return out
 
 
+def _non_finite(column: str, profile: dict) -> list[dict]:
+    counts = profile.get("non_finite") or {}
+    if not any(counts.values()):
+        return []
+    return [_finding("validity", [column], f"{column} holds NaN or infinity",
+                     f"{counts.get('nan', 0)} NaN, {counts.get('pos_inf', 0)} +inf, "
+                     f"{counts.get('neg_inf', 0)} -inf: not measurements",
+                     f"isnan({q(column)}) OR isinf({q(column)})")]
+
+
 def _range(column: str, profile: dict, ref: dict | None) -> list[dict]:
     values = profile.get("values") or {}
-    if "quantiles" not in values or values.get("max") is None:
+    if not values.get("quantiles") or values.get("max") is None or None in values["quantiles"]:
         return []
-    if ref is not None and "quantiles" in (ref.get("values") or {}):
+    if ref is not None and (ref.get("values") or {}).get("max") is not None:
         high, low = ref["values"]["max"] * 2, ref["values"]["min"] / 2
         return [_finding("range", [column], f"{column} outside its reference range",
                          f"the clean snapshot's range is {ref['values']['min']}..{ref['values']['max']}",
@@ -188,7 +223,8 @@ def _range(column: str, profile: dict, ref: dict | None) -> list[dict]:
 
 def _drift(column: str, profile: dict, ref: dict) -> list[dict]:
     values, before = profile.get("values") or {}, ref.get("values") or {}
-    if "mean" not in values or "quantiles" not in before or not before.get("mean"):
+    if values.get("mean") is None or not before.get("quantiles") or not before.get("mean") \
+            or None in before["quantiles"]:
         return []
     spread = max(before["quantiles"][3] - before["quantiles"][1], 1e-9)
     if abs(values["mean"] - before["mean"]) <= 0.5 * spread:
@@ -220,10 +256,13 @@ def _volume(profiles: dict, reference: dict | None) -> list[dict]:
 
 def _schema_drift(schema: dict) -> list[dict]:
     per_file = schema.get("file_schemas") or {}
+    table_of = {f["file"]: f.get("table") for f in schema.get("files") or []}
+    single = len(set(table_of.values())) <= 1
     kinds: dict[str, set] = {}
-    for columns in per_file.values():
+    for name, columns in per_file.items():
         for column, kind in columns.items():
-            kinds.setdefault(column, set()).add(kind)
+            ref = column if single else f"{table_of.get(name)}.{column}"
+            kinds.setdefault(ref, set()).add(kind)
     return [_finding("schema_drift", [c], f"{c} changes type between files",
                      f"types seen: {', '.join(sorted(k))}") for c, k in kinds.items() if len(k) > 1]
 

@@ -17,6 +17,10 @@ def compute(proposal: Proposal, tools: AuditTools) -> tuple[Evidence | None, str
     queries = proposal.queries(tools.dataset.key_columns)
     if queries is None:
         return _schema_evidence(proposal, tools)
+    views = tools.dataset.views()
+    if proposal.predicate is not None and proposal.view not in views:
+        return None, (f"no view {proposal.view!r}: a predicate selects rows of one of the views "
+                      f"{', '.join(tools.dataset.table_names)} (set `view`)")
     count_sql, denominator_sql, examples_sql = queries
     count, result = tools.scalar(count_sql)
     if result.error is not None:
@@ -37,14 +41,20 @@ def compute(proposal: Proposal, tools: AuditTools) -> tuple[Evidence | None, str
 
 
 def _schema_evidence(proposal: Proposal, tools: AuditTools) -> tuple[Evidence | None, str | None]:
-    schemas = tools.dataset.file_schemas()
+    """The files of each column's table whose type for it differs from the most common one."""
+    dataset = tools.dataset
     drifted: list[dict] = []
+    files: set[str] = set()
     for column in proposal.columns:
-        kinds = {name: schema.get(column, "<absent>") for name, schema in schemas.items()}
+        found = dataset.resolve(column)
+        table, stored = (found[0], found[1].stored) if found else (None, column)
+        schemas = dataset.file_schemas(table)
+        files |= set(schemas)
+        kinds = {name: schema.get(stored, "<absent>") for name, schema in schemas.items()}
         usual, _ = Counter(kinds.values()).most_common(1)[0]
         drifted += [{"_file": name, "column": column, "type": kind, "usual_type": usual}
                     for name, kind in kinds.items() if kind != usual]
-    return Evidence(None, None, None, len(drifted), len(schemas), tuple(drifted[:5]), "schema"), None
+    return Evidence(None, None, None, len(drifted), len(files), tuple(drifted[:5]), "schema"), None
 
 
 def proposal_fingerprint(proposal: Proposal, tools: AuditTools) -> str:

@@ -84,7 +84,12 @@ class Proposal:
         """(count, denominator, examples) SQL, or None for a schema-metadata finding."""
         if self.predicate is not None:
             where = f"FROM {self.view} WHERE ({self.predicate})"
-            shown = ", ".join(_capped(c) for c in dict.fromkeys([*key_columns, *self.columns]))
+            # a column of a table is shown by its name in its view (`flights.dep_delay` ->
+            # `dep_delay`); another table's columns are not in this view's rows
+            prefix = self.view + "."
+            own = [c[len(prefix):] if c.startswith(prefix) else c for c in self.columns
+                   if c.startswith(prefix) or "." not in c]
+            shown = ", ".join(_capped(c) for c in dict.fromkeys([*key_columns, *own]))
             return (f"SELECT count(*) {where}", f"SELECT count(*) FROM {self.view}",
                     f"SELECT {shown} {where} ORDER BY _file, _row LIMIT {MAX_EXAMPLES}")
         if self.count_sql is not None:

@@ -27,8 +27,11 @@ tool takes an optional confidence (0 to 1). You see a compact state, not a trans
 schema, profiles so far, recent query results, findings committed and dismissed, critiques from
 the evaluation gates, the history of earlier audits of this dataset, and the budget left.
 
-Views: `data` is every file unioned by column name plus `_file` and `_row` (the row key);
-`f_<stem>` is one file. A finding is a category from the taxonomy, the columns, a title, a
+Tables: a dataset is one or more tables (the state's dataset.tables); each is a view named
+after it, every file of the table unioned by column name plus `_file` and `_row` (the row key);
+`f_<stem>` is one file of a table of several. With one table, `data` is its alias and columns
+are named plainly; with several, a column is named `table.column` (in get_stats, in a finding's
+columns) while SQL over a view uses its plain name. A finding is a category from the taxonomy, the columns, a title, a
 rationale and a row `predicate` (a WHERE condition over the view) that selects exactly the
 affected rows; the gate computes the count, the denominator and five examples itself and
 rejects a finding whose predicate selects nothing. For a defect that is not a set of rows
@@ -54,14 +57,19 @@ def _spec(name: str, description: str, properties: dict[str, Any], required: lis
 
 
 TOOL_SPECS: tuple[ToolSpec, ...] = (
-    _spec("schema_sample", "Schema of every file, row counts, column meanings and a "
-          "deterministic sample of n rows (long text cut to 200 characters).",
-          {"n": {"type": "integer", "minimum": 1, "maximum": 20}}, []),
-    _spec("run_query", "Run one read-only DuckDB SELECT over `data` or `f_<stem>`; output is "
-          "capped at 200 rows.", {"sql": {"type": "string"}}, ["sql"]),
+    _spec("schema_sample", "Tables, schema of every file, row counts, column meanings and a "
+          "deterministic sample of n rows of every table, or of one (long text cut to 200 "
+          "characters).",
+          {"n": {"type": "integer", "minimum": 1, "maximum": 20},
+           "table": {"type": "string", "description": "one table (default: all)"}}, []),
+    _spec("run_query", "Run one read-only DuckDB SELECT over the table views (`data` when "
+          "there is one table) or `f_<stem>`; output is capped at 200 rows.",
+          {"sql": {"type": "string"}}, ["sql"]),
     _spec("get_stats", "Profile one column: nulls, approximate distinct count, min/max, "
-          "quantiles or lengths, the top 10 values and a per-file breakdown.",
-          {"column": {"type": "string"}}, ["column"]),
+          "quantiles or lengths, NaN/infinity counts, the top 10 values, a per-file breakdown; "
+          "a nested column by its leaves. Says what was approximate.",
+          {"column": {"type": "string", "description": "its name, or table.column when the "
+                      "dataset has several tables"}}, ["column"]),
     _spec("write_finding", "Propose one finding; the finding gate re-computes its evidence "
           "and commits or dismisses it. Re-proposing the same finding updates it.", {
               "category": {"type": "string", "enum": list(CATEGORIES)},
@@ -69,7 +77,8 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
               "title": {"type": "string"}, "rationale": {"type": "string"},
               "predicate": {"type": "string", "description": "WHERE condition selecting the "
                             "affected rows of `view`"},
-              "view": {"type": "string", "description": "default: data"},
+              "view": {"type": "string", "description": "the table whose rows the predicate "
+                       "selects (default: data, the one table of a one-table dataset)"},
               "count_sql": {"type": "string"}, "denominator_sql": {"type": "string"},
               "examples_sql": {"type": "string"},
               "severity": {"type": "string", "enum": list(SEVERITIES)},

@@ -57,7 +57,7 @@ def _argument_problem(tool: str, args: dict[str, Any], columns: list[str]) -> st
     if not isinstance(args, dict):
         return "arguments must be a JSON object"
     extra = set(args) - {"confidence"} - {
-        "schema_sample": {"n"}, "run_query": {"sql"}, "get_stats": {"column"},
+        "schema_sample": {"n", "table"}, "run_query": {"sql"}, "get_stats": {"column"},
         "conclude": {"summary", "skipped"}, "write_finding": set(Proposal.__dataclass_fields__),
     }[tool]
     if extra:
@@ -118,13 +118,17 @@ class FindingRules:
 
 
 class RunRules:
-    """`subject`: {"columns", "profiled", "tried", "skipped", "reverified": {key: ok}}."""
+    """`subject`: {"columns", "profiled", "profile_errors": {column: why}, "tried", "skipped",
+    "reverified": {key: ok}}. A column whose get_stats was tried and failed is a WARN that names
+    it and why, not a FAIL: the run can conclude, and says what it could not profile."""
 
     def __call__(self, subject: dict[str, Any]) -> tuple[str, str]:
         problems = []
+        failed = subject.get("profile_errors") or {}
         unprofiled = [c for c in subject["columns"] if c not in subject["profiled"]]
-        if unprofiled:
-            problems.append("columns never profiled with get_stats: " + ", ".join(unprofiled))
+        never = [c for c in unprofiled if c not in failed]
+        if never:
+            problems.append("columns never profiled with get_stats: " + ", ".join(never))
         untried = [c for c in CATEGORIES if c not in subject["tried"] and c not in subject["skipped"]]
         if untried:
             problems.append("categories neither tried nor skipped with a reason: "
@@ -134,4 +138,7 @@ class RunRules:
             problems.append("findings whose count changed on re-verification: " + ", ".join(stale))
         if problems:
             return "FAIL", "; ".join(problems)
+        broken = [f"{c} ({failed[c]})" for c in unprofiled if c in failed]
+        if broken:  # tried and refused by a limit or an error: said, never silently zero
+            return "WARN", "columns whose get_stats failed: " + "; ".join(broken)
         return "PASS", "every column profiled, every category tried or skipped, findings re-verified"

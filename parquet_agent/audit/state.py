@@ -40,6 +40,7 @@ class AuditState:
     discovery: dict[str, Any] | None = None  # audit.discover's candidates (CandidatesFound)
     schema: dict[str, Any] | None = None
     profiles: dict[str, Any] = field(default_factory=dict)
+    profile_errors: dict[str, str] = field(default_factory=dict)  # column -> why get_stats failed
     queries: list[dict[str, Any]] = field(default_factory=list)
     findings: dict[str, Finding] = field(default_factory=dict)
     dismissed: list[dict[str, Any]] = field(default_factory=list)
@@ -116,6 +117,10 @@ class AuditState:
             self.schema = done.output
         elif tool == "get_stats" and done.ok:
             self.profiles[args["column"]] = done.output
+            self.profile_errors.pop(args["column"], None)
+        elif tool == "get_stats":
+            error = done.error or {}
+            self.profile_errors[args["column"]] = f"{error.get('kind')}: {error.get('message')}"
         elif tool == "run_query":
             self.queries.append({"step": done.step, "sql": args.get("sql"), "ok": done.ok,
                                  "output": done.output, "error": done.error})
@@ -165,6 +170,7 @@ class AuditState:
             "schema_sample": self.schema,
             "profiles": self.profiles,
             "profiled": sorted(self.profiles),
+            "profile_errors": self.profile_errors,
             "queries": [_shown_query(q) for q in self.queries[-SHOWN_QUERIES:]],
             "findings": [_shown_finding(f) for f in self.findings.values()],
             "dismissed": [{"title": d.get("title"), "category": d.get("category"),

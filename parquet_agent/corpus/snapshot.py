@@ -55,7 +55,9 @@ class SnapshotFile:
     schema: tuple[tuple[str, str], ...]  # (column, Arrow type) in file order
 
     @classmethod
-    def read(cls, path: Path, *, check_schema: bool = True) -> SnapshotFile:
+    def read(cls, path: Path, *, check_schema: bool = True, name: str | None = None) -> SnapshotFile:
+        """The entry of the file at `path`, named `name` (default: its file name; an audit
+        names a file in a sub-folder by its path under the dataset's root)."""
         try:
             meta = pq.ParquetFile(path).metadata
         except Exception as exc:  # pyarrow raises several types for a non-Parquet file
@@ -65,7 +67,7 @@ class SnapshotFile:
             validate_schema(schema, path.name)
         stat = path.stat()
         return cls(
-            name=path.name,
+            name=name or path.name,
             size=stat.st_size,
             mtime_ns=stat.st_mtime_ns,
             content_hash=file_content_hash(path),

@@ -227,11 +227,14 @@ class _Walk:
         shown = ".".join(parts)
         if "/" in shown or ":" in shown or len(shown) > 64:  # a replacement scan of a path
             shown = "given as a file path or URL"
+        views = sorted((tables or VIEWS) - VIEWS)
+        readable = (f"the views {', '.join(views[:30])}" if views else
+                    "the view `filings` (or `filing` when scoped with file_stem)")
         raise GateRejection(
             "sql",
-            f"the table {shown} is not available to tools: queries read only the view "
-            "`filings` (or `filing` when scoped with file_stem) and their own CTEs; catalogs and "
-            "settings are not readable (describe_corpus gives the schema).",
+            f"the table {shown} is not available to tools: queries read only {readable} and "
+            "their own CTEs; catalogs and settings are not readable (describe_corpus or "
+            "schema_sample gives the schema).",
         )
 
 

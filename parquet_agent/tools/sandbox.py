@@ -329,16 +329,34 @@ def connect_corpus(paths: list[str], limits: SandboxLimits, views: dict[str, str
     return lock(con, paths) if locked else con
 
 
-def dataset_views(files: dict[str, str], views: dict[str, list[str]]) -> dict[str, str]:
-    """Views over named files (`files`: name -> /proc/self/fd path): each view is the files it
-    lists, unioned by column name, with two columns added that say where a row comes from:
-    `_file` (the file's name) and `_row` (its 0-based row number in that file)."""
-    def one(name: str) -> str:
-        return (f"SELECT * EXCLUDE (file_row_number), {_quote(name)} AS _file, "
-                f"file_row_number AS _row FROM read_parquet({_quote(files[name])}, "
-                "file_row_number = true)")
+def dataset_views(files: dict[str, str], views: dict[str, list]) -> dict[str, str]:
+    """Views over named files (`files`: name -> /proc/self/fd path): each view is its parts
+    unioned by column name, with two columns added that say where a row comes from: `_file` (the
+    file's name) and `_row` (its 0-based row number in that file). A part is a file name, or
+    `{"file", "select": [[scan name, view name], ...] | None (all columns as they are),
+    "constants": [[name, value], ...], "row": "virtual" | "window"}`: `window` numbers the rows
+    with a streaming `row_number()` when the file hides DuckDB's virtual `file_row_number`
+    behind a column of that name (one thread keeps the file's order)."""
+    def one(part: str | dict) -> str:
+        spec = {"file": part} if isinstance(part, str) else part
+        name = spec["file"]
+        select = spec.get("select")
+        columns = ["*"] if select is None else [
+            f"{_ident(scan)} AS {_ident(shown)}" for scan, shown in select]
+        columns += [f"{_literal(value)} AS {_ident(key)}" for key, value in spec.get("constants") or ()]
+        row = "row_number() OVER () - 1" if spec.get("row") == "window" else "file_row_number"
+        return (f"SELECT {', '.join(columns)}, {_quote(name)} AS _file, {row} AS _row "
+                f"FROM read_parquet({_quote(files[name])})")
 
-    return {view: " UNION ALL BY NAME ".join(one(n) for n in names) for view, names in views.items()}
+    return {view: " UNION ALL BY NAME ".join(one(p) for p in parts) for view, parts in views.items()}
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(value: str | int) -> str:
+    return str(int(value)) if isinstance(value, int) else _quote(str(value))
 
 
 def _quote(text: str) -> str:

@@ -8,7 +8,8 @@ from parquet_agent.audit.tools import AuditTools
 
 def test_tools_over_the_filings_corpus(filings_dir):
     dataset = Dataset.open(filings_dir)
-    assert dataset.is_filings and set(dataset.views()) == {"data", "f_2025_01", "f_2025_02", "f_2025_03"}
+    assert dataset.is_filings and dataset.table_names == ("filings",)
+    assert set(dataset.views()) == {"filings", "data", "f_2025_01", "f_2025_02", "f_2025_03"}
     with AuditTools.open(dataset) as tools:
         sample = tools.schema_sample(3)
         assert sample.ok and len(sample.output["sample"]["rows"]) == 3

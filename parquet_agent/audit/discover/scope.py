@@ -1,21 +1,15 @@
-"""The tables of a dataset, as discovery sees them.
-
-Until the dataset model names its tables, files whose schemas agree are partitions of one table
-(read through the union view `data`), and a folder of files with different schemas is one table
-per file (its `f_<stem>` view).
-"""
+"""The tables of a dataset, as discovery sees them: one `Table` per table of the dataset model
+(`audit.dataset.Dataset.tables`), read through its view. A one-table dataset is read through its
+alias `data`, so the findings of a one-table dataset keep the keys they had before tables."""
 
 from __future__ import annotations
 
-from parquet_agent.audit.dataset import Dataset, view_name
+from parquet_agent.audit.dataset import ALIAS, Dataset
 from parquet_agent.audit.discover.base import Table, kind_of
 
 
 def tables_of(dataset: Dataset) -> list[Table]:
-    files = dataset.snapshot.files
-    schemas = {tuple(f.schema) for f in files}
-    if len(schemas) <= 1:
-        return [Table("data", tuple((n, kind_of(t)) for n, t in dataset.columns),
-                      dataset.snapshot.rows)]
-    return [Table(view_name(f.name), tuple((n, kind_of(t)) for n, t in f.schema), f.rows)
-            for f in files]
+    return [Table(ALIAS if dataset.single else t.name,
+                  tuple((c.name, kind_of(c.arrow or c.type)) for c in t.columns if not c.nested),
+                  t.rows)
+            for t in dataset.tables]

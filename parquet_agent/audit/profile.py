@@ -1,0 +1,182 @@
+"""The SQL of `get_stats`: a column's profile, bounded in memory on any type and any size.
+
+Each builder returns one SELECT over a table's view; `AuditTools.get_stats` runs them in the
+sandbox (one thread, 128 MiB, no spill). What keeps them inside that:
+
+- numbers are profiled as DOUBLE (a DECIMAL(38,0) or HUGEINT too: JSON-able, never text) over
+  their finite values only; NaN, +inf and -inf are counted apart (`non_finite`);
+- quantiles are exact (`quantile_cont`, which holds every value) up to `EXACT_MAX` rows and
+  t-digest sketches (`approx_quantile`) above; the output says which parts were approximate;
+- the top values are an exact GROUP BY up to `EXACT_MAX` rows; above, `approx_top_k` chooses
+  the candidates (bounded memory) and one more scan counts them exactly;
+- distinct counts are HyperLogLog (`approx_count_distinct`) everywhere, as before;
+- a nested column (list, struct, map) is profiled as a whole (nulls, list lengths, empties) and
+  by its leaves: each leaf path (`tags[]`, `address.city`, `attrs{keys}`) gets counts, distinct,
+  min/max and, for numbers, mean and quantiles, up to `MAX_LEAVES` leaves of depth at most
+  `MAX_DEPTH`; any other leaf is named in `skipped` with why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+EXACT_MAX = 1_000_000  # rows up to which quantiles and top values are exact
+TOP_VALUES = 10
+MAX_LEAVES = 12
+MAX_DEPTH = 4
+QUANTILES = "[0.01, 0.25, 0.5, 0.75, 0.99]"
+_NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "FLOAT", "DOUBLE", "DECIMAL",
+            "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT", "REAL", "NUMERIC")
+
+Step = tuple[str, str]  # ("list", "") | ("field", name) | ("keys", "") | ("values", "")
+
+
+def q(name: str) -> str:
+    """A quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def is_numeric(kind: str) -> bool:
+    return kind.upper().startswith(_NUMERIC) and not kind.endswith("]")
+
+
+def is_text(kind: str) -> bool:
+    return kind.upper() in ("VARCHAR", "STRING", "TEXT")
+
+
+def basic_sql(view: str, col: str, kind: str, rows: int) -> str:
+    """Rows, nulls, distinct and the value statistics of the column's type, in one scan."""
+    head = (f"count(*) AS rows, count({col}) AS non_null, "
+            f"approx_count_distinct({col}) AS distinct_approx")
+    quantile = "quantile_cont" if rows <= EXACT_MAX else "approx_quantile"
+    if is_numeric(kind):
+        finite = "FILTER (isfinite(v))"
+        return (f"SELECT {head}, min(v) {finite} AS min, max(v) {finite} AS max, "
+                f"avg(v) {finite} AS mean, {quantile}(v, {QUANTILES}) {finite} AS quantiles, "
+                "count(*) FILTER (isnan(v)) AS nan, "
+                "count(*) FILTER (v = 'inf'::DOUBLE) AS pos_inf, "
+                "count(*) FILTER (v = '-inf'::DOUBLE) AS neg_inf "
+                f"FROM (SELECT {col}, CAST({col} AS DOUBLE) AS v FROM {view})")
+    if is_text(kind):
+        lengths = "quantile_disc" if rows <= EXACT_MAX else "approx_quantile"
+        return (f"SELECT {head}, min(length({col})) AS min_length, "
+                f"avg(length({col})) AS mean_length, max(length({col})) AS max_length, "
+                f"count(*) FILTER ({col} = '') AS empty, left(min({col}), 100) AS min, "
+                f"left(max({col}), 100) AS max, "
+                f"{lengths}(length({col}), [0.01, 0.5, 0.99]) AS length_quantiles FROM {view}")
+    if kind.endswith("]") or kind.upper().startswith("MAP"):
+        size = f"cardinality({col})" if kind.upper().startswith("MAP") else f"len({col})"
+        return (f"SELECT {head}, min({size}) AS min_length, avg({size}) AS mean_length, "
+                f"max({size}) AS max_length, count(*) FILTER ({size} = 0) AS empty "
+                f"FROM {view}")
+    if kind.upper().startswith(("STRUCT", "UNION")):
+        return f"SELECT {head} FROM {view}"
+    return (f"SELECT {head}, left(CAST(min({col}) AS VARCHAR), 100) AS min, "
+            f"left(CAST(max({col}) AS VARCHAR), 100) AS max FROM {view}")
+
+
+def top_sql(view: str, col: str, rows: int) -> str:
+    """The most frequent values (cut to 100 characters) with their exact counts."""
+    value = f"left(CAST({col} AS VARCHAR), 100)"
+    order = f"ORDER BY n DESC, value NULLS FIRST LIMIT {TOP_VALUES}"
+    if rows <= EXACT_MAX:
+        return f"SELECT {value} AS value, count(*) AS n FROM {view} GROUP BY 1 {order}"
+    return (f"WITH top AS (SELECT unnest(approx_top_k({value}, {TOP_VALUES})) AS value "
+            f"FROM {view}) SELECT {value} AS value, count(*) AS n FROM {view} "
+            f"WHERE {value} IN (SELECT value FROM top) GROUP BY 1 {order}")
+
+
+def per_file_sql(view: str, col: str, kind: str) -> str:
+    if is_numeric(kind):
+        finite = f"CASE WHEN isfinite(CAST({col} AS DOUBLE)) THEN CAST({col} AS DOUBLE) END"
+        measure = f"min({finite}) AS min, max({finite}) AS max, avg({finite}) AS mean"
+    elif is_text(kind):
+        measure = f"avg(length({col})) AS mean_length, approx_count_distinct({col}) AS distinct_approx"
+    else:
+        measure = f"approx_count_distinct({col}) AS distinct_approx"
+    return (f"SELECT _file, count(*) AS rows, count(*) - count({col}) AS nulls, {measure} "
+            f"FROM {view} GROUP BY _file ORDER BY _file")
+
+
+def approximate_parts(kind: str, rows: int, nested: bool = False) -> list[str]:
+    """What `basic_sql`, `top_sql` and `leaf_sql` computed approximately for this column
+    (besides the distinct counts, approximate everywhere)."""
+    leaves = ["leaves' quantiles (approx_quantile, a t-digest)"] if nested else []
+    if rows <= EXACT_MAX:
+        return leaves
+    parts = ["top_values (candidates by approx_top_k, counts exact)", *leaves]
+    if is_numeric(kind):
+        parts.insert(0, "quantiles (approx_quantile, a t-digest)")
+    elif is_text(kind):
+        parts.insert(0, "length_quantiles (approx_quantile, a t-digest)")
+    return parts
+
+
+# -- nested columns ---------------------------------------------------------------------------
+
+
+def leaves(kind: pa.DataType) -> tuple[list[tuple[str, tuple[Step, ...], str]], list[str]]:
+    """((path, steps, leaf Arrow type), ...) of a nested type's leaves, and the skipped paths
+    with why. Paths: `[]` an element of a list, `.name` a struct field, `{keys}`/`{values}`."""
+    found: list[tuple[str, tuple[Step, ...], str]] = []
+    skipped: list[str] = []
+    stack: list[tuple[str, tuple[Step, ...], pa.DataType]] = [("", (), kind)]
+    while stack:
+        path, steps, t = stack.pop(0)
+        children = _children(path, steps, t)
+        if children is None:
+            if len(found) < MAX_LEAVES:
+                found.append((path, steps, str(t)))
+            else:
+                skipped.append(f"{path}: more than {MAX_LEAVES} leaves (profile it with run_query)")
+        elif len(steps) >= MAX_DEPTH:
+            skipped.append(f"{path}: nested deeper than {MAX_DEPTH} levels")
+        elif not children:
+            skipped.append(f"{path or '(column)'}: {t} has no leaf the profile reads")
+        else:
+            stack.extend(children)
+    return found, skipped
+
+
+def _children(path: str, steps: tuple[Step, ...], t: pa.DataType) -> list | None:
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return [(path + "[]", steps + (("list", ""),), t.value_type)]
+    if pa.types.is_map(t):
+        return [(path + "{keys}", steps + (("keys", ""),), t.key_type),
+                (path + "{values}", steps + (("values", ""),), t.item_type)]
+    if pa.types.is_struct(t):
+        return [(f"{path}.{t.field(i).name}", steps + (("field", t.field(i).name),), t.field(i).type)
+                for i in range(t.num_fields)]
+    if pa.types.is_union(t):
+        return []
+    return None
+
+
+def leaf_sql(view: str, col: str, steps: tuple[Step, ...], arrow_type: str) -> str:
+    """Counts, distinct and range of one leaf's values (numbers: mean and quantiles too)."""
+    inner = f"SELECT {col} AS v FROM {view}"
+    for step, name in steps:
+        if step == "field":
+            inner = f"SELECT struct_extract(v, {_lit(name)}) AS v FROM ({inner})"
+        else:
+            source = {"list": "v", "keys": "map_keys(v)", "values": "map_values(v)"}[step]
+            inner = f"SELECT unnest({source}) AS v FROM ({inner})"
+    head = "count(*) AS values, count(v) AS non_null, approx_count_distinct(v) AS distinct_approx"
+    if arrow_type.startswith(("int", "uint", "float", "double", "halffloat", "decimal")):
+        finite = "FILTER (isfinite(CAST(v AS DOUBLE)))"
+        return (f"SELECT {head}, min(CAST(v AS DOUBLE)) {finite} AS min, "
+                f"max(CAST(v AS DOUBLE)) {finite} AS max, avg(CAST(v AS DOUBLE)) {finite} AS mean, "
+                f"approx_quantile(CAST(v AS DOUBLE), {QUANTILES}) {finite} AS quantiles "
+                f"FROM ({inner})")
+    return (f"SELECT {head}, left(CAST(min(v) AS VARCHAR), 100) AS min, "
+            f"left(CAST(max(v) AS VARCHAR), 100) AS max FROM ({inner})")
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def record(columns: list[str], row: list[Any]) -> dict[str, Any]:
+    return dict(zip(columns, row))
