@@ -1,0 +1,130 @@
+"""A dataset is tables: files whose schemas agree are one table, other schemas and other folders
+are other tables, each its own view; a single file, nested folders, Hive partitions, CSV and JSON
+lines; every tool works per table. Real files in tmp_path, real sandboxed workers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from parquet_agent.audit import Auditor
+from parquet_agent.audit.dataset import Dataset
+from parquet_agent.audit.layout import safe_name, unique
+from parquet_agent.audit.tools import AuditTools
+from parquet_agent.errors import UsageError
+from tests.audit.conftest import write_filings
+
+
+def write_air(root: Path) -> Path:
+    """planes (CSV), airports (JSON lines), flights (two Parquet partitions), and events in a
+    sub-folder with Hive partitions: four tables."""
+    (root / "events" / "year=2024").mkdir(parents=True)
+    (root / "events" / "year=2025").mkdir(parents=True)
+    (root / "planes.csv").write_text("tailnum,seats\nN1,150\nN2,\nN3,180\n")
+    (root / "airports.jsonl").write_text(
+        '{"faa": "JFK", "lat": 40.6}\n{"faa": "LAX", "lat": 33.9}\n')
+    for part, tails in enumerate((["N1", "N2"], ["N2", "N9"])):
+        pq.write_table(pa.table({"tailnum": tails, "dest": ["JFK", "LAX"], "delay": [1.0, 2.0]}),
+                       root / f"flights-{part}.parquet")
+    for year in (2024, 2025):
+        pq.write_table(pa.table({"tailnum": ["N1", "N3", "N3"], "kind": ["a", "b", "b"]}),
+                       root / "events" / f"year={year}" / "part-0.parquet")
+    (root / "README.md").write_text("notes, not data")
+    (root / "_index").mkdir()
+    return root
+
+
+def test_a_folder_of_related_tables_is_tables_each_its_own_view(tmp_path):
+    dataset = Dataset.open(write_air(tmp_path / "air"), convert_dir=tmp_path / "conv")
+    tables = {t.name: t for t in dataset.tables}
+    assert set(tables) == {"airports", "flights", "planes", "events"}
+    assert tables["flights"].files == ("flights-0.parquet", "flights-1.parquet")
+    assert tables["flights"].rows == 4 and tables["events"].rows == 6
+    assert tables["events"].partition_keys == ("year",)
+    assert tables["planes"].column("seats").type == "BIGINT"
+    assert "data" not in dataset.views()  # several tables: no union of unrelated rows
+    assert dataset.column_names[:2] == ("airports.faa", "airports.lat")
+    assert {i["file"] for i in dataset.ignored} == {"README.md"}
+    # CSV / JSON lines: the snapshot entry is the source's bytes, the conversion is recorded
+    entry = next(f for f in dataset.snapshot.files if f.name == "planes.csv")
+    assert entry.size == (tmp_path / "air" / "planes.csv").stat().st_size and entry.rows == 3
+    converted = {c["file"]: c for c in dataset.describe()["converted"]}
+    assert set(converted) == {"planes.csv", "airports.jsonl"}
+    assert Path(converted["planes.csv"]["parquet"]).parent == tmp_path / "conv"
+    with AuditTools.open(dataset) as tools:
+        orphans = tools.run_query("SELECT f.tailnum, f._file, f._row FROM flights f "
+                                  "WHERE f.tailnum NOT IN (SELECT tailnum FROM planes)")
+        assert orphans.ok and orphans.output["rows"] == [["N9", "flights-1.parquet", 1]]
+        stats = tools.get_stats("planes.seats")
+        assert stats.ok and stats.output["nulls"] == 1 and stats.output["table"] == "planes"
+        assert stats.output["per_file"][0]["_file"] == "planes.csv"
+        years = tools.get_stats("events.year")
+        assert {v["value"]: v["n"] for v in years.output["top_values"]} == {"2024": 3, "2025": 3}
+        assert not tools.get_stats("seats").ok  # a plain name is ambiguous across tables
+        sample = tools.schema_sample(2)
+        assert sample.ok and set(sample.output["samples"]) == set(tables)
+        one = tools.schema_sample(2, table="planes")
+        assert set(one.output["samples"]) == {"planes"}
+        assert not tools.schema_sample(2, table="nope").ok
+
+
+def test_a_single_file_is_a_dataset(tmp_path):
+    path = tmp_path / "weather.csv"
+    path.write_text("station,temp\nA,1.5\nB,2.5\n")
+    dataset = Dataset.open(path, convert_dir=tmp_path / "conv")
+    assert dataset.lineage == "weather" and dataset.table_names == ("weather",)
+    assert dataset.column_names == ("station", "temp") and "data" in dataset.views()
+    pq.write_table(pa.table({"x": [1, 2, 3]}), tmp_path / "one.parquet")
+    assert Dataset.open(tmp_path / "one.parquet").tables[0].rows == 3
+    with pytest.raises(UsageError, match="does not exist"):
+        Dataset.open(tmp_path / "missing.parquet")
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(UsageError, match="not a data file"):
+        Dataset.open(tmp_path / "notes.txt")
+
+
+def test_names_are_safe_identifiers_and_clashes_are_numbered(tmp_path):
+    assert safe_name("Order") == "order_t"  # a reserved keyword
+    assert safe_name("2024 Sales (EU)") == "t_2024_sales_eu"
+    assert safe_name("---") == "t"
+    taken = {"sales"}
+    assert unique("sales", taken) == "sales_2" and unique("sales", taken) == "sales_3"
+    root = tmp_path / "shop"
+    for folder in ("EU Sales", "eu-sales"):  # two folders, one safe name
+        (root / folder).mkdir(parents=True)
+        pq.write_table(pa.table({"id": [1], "amount": [2.0]}), root / folder / "p.parquet")
+    (root / "order.csv").write_text("id,total\n1,3\n")
+    (root / "data.csv").write_text("a,b,c\n1,2,3\n")
+    dataset = Dataset.open(root, convert_dir=tmp_path / "conv")
+    assert dataset.table_names == ("data", "order_t", "eu_sales", "eu_sales_2")
+    with AuditTools.open(dataset) as tools:
+        assert tools.run_query("SELECT count(*) FROM order_t").output["rows"] == [[1]]
+        assert tools.run_query("SELECT sum(amount) FROM eu_sales_2").output["rows"] == [[2.0]]
+
+
+def test_a_folder_of_csv_is_audited_as_tables_and_snapshotted_in_the_run(tmp_path):
+    root = write_air(tmp_path / "air")
+    report = Auditor(store=tmp_path / "f.sqlite").run(root, run_dir=tmp_path / "run")
+    assert report.status == "complete"
+    nulls = [f for f in report.findings if f.category == "completeness"]
+    assert [(f.view, f.columns, f.evidence.count) for f in nulls] == [("planes", ("planes.seats",), 1)]
+    converted = sorted((tmp_path / "run" / "snapshot").glob("*.parquet"))
+    assert len(converted) == 2
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert {f["name"] for f in manifest["snapshot"]["files"]} >= {"planes.csv", "airports.jsonl"}
+    # a resume re-opens the same bytes to the same snapshot (the conversion is reused)
+    again = Auditor(store=tmp_path / "f.sqlite").run(root, run_dir=tmp_path / "run", resume=True)
+    assert again.status == "complete" and len(again.findings) == len(report.findings)
+
+
+def test_the_filings_corpus_stays_one_table_beside_its_questions_file(tmp_path):
+    root = write_filings(tmp_path / "corpus")
+    (root / "questions.jsonl").write_text('{"question_id": "Q1"}\n')
+    dataset = Dataset.open(root)
+    assert dataset.is_filings and dataset.table_names == ("filings",)
+    assert [i["file"] for i in dataset.ignored] == ["questions.jsonl"]
+    assert "questions file" in dataset.ignored[0]["reason"]
