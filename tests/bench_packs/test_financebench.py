@@ -27,12 +27,10 @@ from parquet_agent.corpus.layout import is_tool_ready
 from parquet_agent.corpus.questions import load_questions
 from parquet_agent.errors import UsageError
 from parquet_agent.experiment_config import load_config
+from tests.realdata import needs_realdata, realdata
 
-FB = Path(__file__).resolve().parents[2] / ".." / "shared" / "realdata" / "financebench"
-pytestmark = pytest.mark.skipif(
-    not (FB / "questions" / "financebench_open_source.jsonl").exists(),
-    reason="../shared/realdata/financebench is absent (CC-BY-NC; not committed)",
-)
+FB = realdata("financebench")
+pytestmark = needs_realdata("financebench/questions/financebench_open_source.jsonl")
 
 
 @pytest.fixture(scope="module")

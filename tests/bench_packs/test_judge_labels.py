@@ -15,10 +15,10 @@ from parquet_agent.bench.judge_labels import (MemorySink, judge_paper_answers,
 from parquet_agent.judge import Judge, RubricJudgeModel
 from parquet_agent.models.fakes import FakeBatches, FakeReply, openai_server
 from tests.fake_judge import JUDGE_KEY_ENV, judge_config
+from tests.realdata import needs_realdata, realdata
 
-SOURCE = Path(__file__).resolve().parents[2].parent / "shared" / "realdata" / "financebench"
-pytestmark = pytest.mark.skipif(not (SOURCE / "results").is_dir(),
-                                reason="../shared/realdata/financebench is absent")
+SOURCE = realdata("financebench")
+pytestmark = needs_realdata("financebench/results")
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -15,10 +15,11 @@ from parquet_agent.corpus.headers import (
     parse_date,
     parse_header,
 )
+from tests.realdata import needs_realdata, realdata
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real"
 EXPECTED = json.loads((FIXTURES / "expected.json").read_text())
-REALDATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "realdata"
+REALDATA = realdata()
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -48,7 +49,7 @@ def test_snippets_keep_the_registrant_spelling():
     assert (aegon.company, aegon.form_type) == ("AEGON N.V.", "20-F")
 
 
-@pytest.mark.skipif(not (REALDATA / "financebench").exists(), reason="../shared/realdata absent")
+@needs_realdata("financebench/corpus_manifest.jsonl")
 def test_financebench_pdf_text_covers():
     """Page-marked PDF text (not committed: CC-BY-NC). Every 10-K/10-Q/8-K gives its form
     and period; the registrant name is found unless the PDF shows it only as a logo."""

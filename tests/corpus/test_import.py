@@ -17,9 +17,9 @@ from parquet_agent.corpus.index import CorpusIndex
 from parquet_agent.corpus.layout import is_tool_ready
 from parquet_agent.corpus.manifest import read_corpus_manifest
 from parquet_agent.corpus.schema import validate_schema
+from tests.realdata import needs_realdata, realdata
 
 FIXTURES = Path(__file__).parent / "fixtures" / "import" / "filings"
-REALDATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "realdata"
 
 # What each fixture filing states about itself (read off the documents and their SEC records).
 EXPECTED = {
@@ -174,11 +174,10 @@ def test_parallel_import_writes_the_same_rows(imported, tmp_path):
     assert {f.file_stem: f.md5 for f in result.imported} == {s: r["md5"] for s, r in rows.items()}
 
 
-FB = REALDATA / "financebench"
+FB = realdata("financebench")
 
 
-@pytest.mark.skipif(not (FB / "corpus_manifest.jsonl").exists(),
-                    reason="../shared/realdata/financebench is absent (CC-BY-NC; not committed)")
+@needs_realdata("financebench/corpus_manifest.jsonl")
 def test_financebench_page_marked_text_imports_with_manifest_metadata(tmp_path):
     src = tmp_path / "fb"
     (src / "docs_md").mkdir(parents=True)

@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
 from parquet_agent.corpus.importer import import_corpus
 from parquet_agent.corpus.importer.records import cik_from_name
+from tests.realdata import needs_realdata, realdata
 
-REALDATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "realdata"
-needs_realdata = pytest.mark.skipif(not (REALDATA / "edgar_crawler").exists(),
-                                    reason="../shared/realdata absent")
+REALDATA = realdata()
+needs_crawler = needs_realdata("edgar_crawler")
 METADATA = {"manifest.jsonl", "FILINGS_METADATA_TEST.csv", "PROVENANCE.md"}
 
 
@@ -64,7 +63,7 @@ def test_no_cik_from_other_names(name):
     assert cik_from_name(name) is None
 
 
-@needs_realdata
+@needs_crawler
 def test_raw_8k_html_without_the_crawler_csv_gets_every_cik(tmp_path):
     """Before: 8 of the 14 raw 8-K HTML files got a null CIK without the metadata CSV."""
     truth = _truth()
@@ -83,7 +82,7 @@ def test_raw_8k_html_without_the_crawler_csv_gets_every_cik(tmp_path):
 
 
 @pytest.mark.slow
-@needs_realdata
+@needs_crawler
 def test_every_realdata_file_that_carries_its_cik_gets_it_right(tmp_path):
     truth = _truth()
     imported = _import(tmp_path, ["edgar_crawler", "edgartools"])

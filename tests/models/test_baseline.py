@@ -24,8 +24,9 @@ from parquet_agent.models.protocol import (
     ToolSpec,
     UserMessage,
 )
+from tests.realdata import needs_realdata, realdata
 
-REAL = Path("/work/shared/realdata/financebench/docs_md")
+REAL = realdata("financebench/docs_md")
 Q_CAPEX = ("What is the FY2018 capital expenditure amount (in USD millions) for 3M? Give a "
            "response to the question by relying on the details shown in the cash flow statement.")
 
@@ -185,7 +186,7 @@ class MiniTools:
         raise AssertionError(call.name)
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason="real filings not present")
+@needs_realdata("financebench/docs_md")
 @pytest.mark.parametrize("tools", [STREAM, SQL_ONLY], ids=["sql+stream", "sql"])
 def test_episode_on_real_filings(tools, tmp_path):
     docs = {"0000066740-18-000008": ("3M_2017_10K", "3M CO", "2017-12-31"),

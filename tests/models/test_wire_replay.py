@@ -1,4 +1,5 @@
-"""Replay tier: every real recorded provider response in ../shared/wire_replay/responses.jsonl,
+"""Replay tier: every real recorded provider response in fixtures/wire_replay/responses.jsonl
+(87 records from pydantic-ai's MIT-licensed test cassettes; PROVENANCE.md and LICENSE beside it),
 served byte for byte from a local server to the official SDK through our adapter.
 
 For each record the expected result is computed here from the recorded JSON itself (an oracle
@@ -26,9 +27,8 @@ from parquet_agent.models.protocol import ModelRequest, ToolMessage, UserMessage
 from parquet_agent.models.transport import read_body
 from tests.models.conftest import PROVIDERS, SQL_TOOL, make_model
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "wire_replay" / "responses.jsonl"
-RECORDS = ([json.loads(line) for line in CORPUS.read_text().splitlines() if line.strip()]
-           if CORPUS.is_file() else [])
+CORPUS = Path(__file__).resolve().parent / "fixtures" / "wire_replay" / "responses.jsonl"
+RECORDS = [json.loads(line) for line in CORPUS.read_text().splitlines() if line.strip()]
 TABLE = PriceTable.load()
 # Finish reasons that mean "refused" (the oracle's own list, from the providers' docs)
 REFUSALS = {"SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "MODEL_ARMOR",

@@ -1,6 +1,6 @@
 """Property: with the skipping index, every whole-corpus query returns exactly what the scan does.
 
-Real workers over a small real corpus (real SEC filing text from ../shared/realdata when present,
+Real workers over a small real corpus (real SEC filing text from the real-data folder when present,
 else the synthetic tools corpus text, plus rows of awkward Unicode, `%`, `_` and backslashes):
 hundreds of random literals (from the text and not in it, case variants, non-ASCII, LIKE
 wildcards and escapes) in random query shapes, each run through a `Tools` that prunes and one
@@ -21,8 +21,9 @@ from parquet_agent.corpus.layout import LayoutWriter
 from parquet_agent.corpus.skipindex import build_skip_index
 from parquet_agent.tools import Tools
 from tests.tools.conftest import filing
+from tests.realdata import realdata
 
-REALDATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "realdata" / "financebench" / "docs_md"
+REALDATA = realdata("financebench/docs_md")
 LITERALS = 240
 AWKWARD = [
     "İstanbul İSTANBUL istanbul", "Kelvin: 300 \u212a and 300 K", "ſtraße STRASSE", "DIYARBAKIR dıyarbakır",

@@ -51,7 +51,7 @@ class FakeReply:
     reasoning_tokens: int = 0
     cost: float | None = None  # OpenRouter `usage.cost`
     thought_signature: str | None = None  # Gemini: sent beside each functionCall part
-    # real shapes seen in ../shared/wire_replay (OpenAI wire unless said otherwise):
+    # real shapes seen in tests/models/fixtures/wire_replay (OpenAI wire unless said otherwise):
     cache_write_tokens: int = 0  # prompt_tokens_details.cache_write_tokens; Anthropic writes
     hidden_tokens: int = 0  # counted only in total_tokens (Gemini's OpenAI endpoint)
     upstream_cost: float | None = None  # OpenRouter BYOK: is_byok and the upstream's cost
