@@ -10,7 +10,10 @@ be remounted read-only or made immutable); needs root, which CI has, and skips o
 
 `public_tmp`, `nobody_python`: a folder user nobody can traverse and a Python that user nobody
 may run (`runuser -u nobody`), seeing this checkout and its installed packages, for tests of
-what a non-root user meets; they need root and `runuser`, and skip otherwise.
+what a non-root user meets; they need root and `runuser`, and skip otherwise. Where nobody cannot
+read the checkout (a clone in a private folder, mode 0700 as `mktemp -d` or /root gives), the
+package is copied and the environment's packages hard-linked (copied across file systems) into a
+folder nobody can read, once per session.
 """
 
 from __future__ import annotations
@@ -68,11 +71,49 @@ def public_tmp() -> Path:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
-def nobody_python(public_tmp) -> Path:
-    """A Python that user nobody can run, seeing this checkout and its installed packages."""
+@pytest.fixture(scope="session")
+def nobody_sources() -> list[Path]:
+    """Where user nobody finds this checkout's package and its installed packages: the checkout
+    and the environment themselves when nobody can read them, else a copy nobody can read."""
     if os.geteuid() != 0 or shutil.which("runuser") is None:
         pytest.skip("needs root and runuser to run as user nobody")
+    purelib = Path(sysconfig.get_paths()["purelib"])
+    readable = [purelib, REPO]
+    if all(_nobody_can_read(p) for p in (purelib / "duckdb" / "__init__.py",
+                                         REPO / "parquet_agent" / "__init__.py")):
+        yield readable
+        return
+    mirror = Path(tempfile.mkdtemp(prefix="nobody-checkout-"))
+    try:
+        yield _mirror_for_nobody(purelib, mirror)
+    finally:
+        shutil.rmtree(mirror, ignore_errors=True)
+
+
+def _nobody_can_read(path: Path) -> bool:
+    return subprocess.run(["runuser", "-u", "nobody", "--", "test", "-r", str(path)]).returncode == 0
+
+
+def _mirror_for_nobody(purelib: Path, mirror: Path) -> list[Path]:
+    """Copy the package, hard-link the installed packages (a hard link shares the file's mode, so
+    nothing of the original tree changes; only the new folders are opened up)."""
+    site, repo = mirror / "site-packages", mirror / "checkout"
+    if subprocess.run(["cp", "-al", str(purelib), str(site)], capture_output=True).returncode != 0:
+        shutil.rmtree(site, ignore_errors=True)  # another file system: copy instead
+        subprocess.run(["cp", "-a", str(purelib), str(site)], check=True)
+    shutil.copytree(REPO / "parquet_agent", repo / "parquet_agent",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(["find", str(mirror), "-type", "d", "-exec", "chmod", "a+rx", "{}", "+"], check=True)
+    subprocess.run(["chmod", "-R", "a+r", str(repo)], check=True)
+    if not _nobody_can_read(site / "duckdb" / "__init__.py"):
+        pytest.skip(f"user nobody cannot read the installed packages of {purelib} even hard-linked "
+                    "into a folder of its own (their files are not world-readable)")
+    return [site, repo]
+
+
+@pytest.fixture(scope="module")
+def nobody_python(public_tmp, nobody_sources) -> Path:
+    """A Python that user nobody can run, seeing this checkout and its installed packages."""
     folder = public_tmp
     base = Path(sys._base_executable)
     candidates = [base, Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")]
@@ -84,7 +125,7 @@ def nobody_python(public_tmp) -> Path:
         site = Path(subprocess.run([str(venv / "bin" / "python"), "-c",
                                     "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                    check=True, capture_output=True, text=True).stdout.strip())
-        (site / "parent.pth").write_text(f"{sysconfig.get_paths()['purelib']}\n{REPO}\n")
+        (site / "parent.pth").write_text("".join(f"{p}\n" for p in nobody_sources))
         subprocess.run(["chmod", "-R", "a+rX", str(folder)], check=True)
         return venv / "bin" / "python"
     pytest.skip("no Python interpreter that user nobody may execute")
