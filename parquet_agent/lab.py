@@ -14,11 +14,14 @@
   environment's Jupyter config (`etc/jupyter/jupyter_server_config.json`), so
   any Jupyter server of this environment (`parquet-agent lab`, `jupyter lab`) keeps the shipped
   notebooks clean.
-- `lab_command(root)` is the JupyterLab command `parquet-agent lab` runs.
+- `lab_command(root)` is the JupyterLab command `parquet-agent lab` runs; as root (how many
+  containers run) it adds `--allow-root`, without which JupyterLab refuses to start, and says so
+  on stderr. The command replaces this process (exec), so a signal to it reaches JupyterLab.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -70,10 +73,18 @@ def pre_save_hook(model: dict[str, Any], path: str, **_: Any) -> None:
         strip_outputs(model["content"])
 
 
-def lab_command(root: Path, *extra: str) -> list[str]:
-    """JupyterLab on `root`, opening its notebooks/ folder, with the pre-save hook."""
+ROOT_NOTE = ("parquet-agent lab: running as root, so JupyterLab starts with --allow-root (it "
+             "refuses root otherwise); its notebooks and terminals run as root too")
+
+
+def lab_command(root: Path, *extra: str, as_root: bool = False) -> list[str]:
+    """JupyterLab on `root`, opening its notebooks/ folder, with the pre-save hook; `as_root`
+    adds `--allow-root` unless `extra` already allows it."""
+    allow = as_root and not any(a.startswith(("--allow-root", "--ServerApp.allow_root"))
+                                for a in extra)
     return [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={root}",
-            "--LabApp.default_url=/lab/tree/notebooks", *extra]
+            "--LabApp.default_url=/lab/tree/notebooks", *(["--allow-root"] if allow else []),
+            *extra]
 
 
 def register(subparsers) -> None:
@@ -93,7 +104,6 @@ def register(subparsers) -> None:
 def _lab(args) -> int:
     import importlib.util
     import json
-    import subprocess
 
     from parquet_agent.errors import UsageError
 
@@ -113,4 +123,11 @@ def _lab(args) -> int:
     if importlib.util.find_spec("jupyterlab") is None:
         raise UsageError("JupyterLab is not installed in this environment; install the lab "
                          "extra: .venv/bin/pip install -e '.[lab]'")
-    return subprocess.call(lab_command(Path.cwd(), *args.lab_args))
+    as_root = os.geteuid() == 0
+    command = lab_command(Path.cwd(), *args.lab_args, as_root=as_root)
+    if "--allow-root" in command:
+        print(ROOT_NOTE, file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(command[0], command)
+    return 1  # not reached: exec replaced this process

@@ -5,9 +5,13 @@ The browser check is tests/test_lab_notebooks_slow.py (slow tier)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
+
+import pytest
 
 from parquet_agent.lab import (
     HOOK,
@@ -17,6 +21,7 @@ from parquet_agent.lab import (
     pre_save_hook,
     strip_outputs,
 )
+from tests.lab_server import parquet_agent_lab
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -69,3 +74,15 @@ def test_lab_strip_clears_a_notebook_saved_with_outputs(tmp_path):
     assert f"stripped {path}" in proc.stdout
     cells = json.loads(path.read_text())["cells"]
     assert all(c.get("outputs", []) == [] for c in cells)
+
+
+def test_lab_starts_as_root_and_says_so(tmp_path):
+    """JupyterLab refuses root without --allow-root (exit 1); `parquet-agent lab` adds it and
+    says so on stderr. The slow tier's notebooks run in the Lab it starts as well."""
+    pytest.importorskip("jupyterlab", reason="the lab extra: pip install -e '.[lab]'")
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the check is what JupyterLab does as root")
+    with parquet_agent_lab(tmp_path, tmp_path) as (url, token, log):
+        with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=10) as answer:
+            assert answer.status == 200
+    assert "running as root, so JupyterLab starts with --allow-root" in log.read_text()

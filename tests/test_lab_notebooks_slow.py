@@ -1,7 +1,7 @@
-"""JupyterLab as a user runs it (slow tier, `pytest -m slow`; CI runs it once): JupyterLab from
-this environment (the `lab` extra), the project's `parquet-agent` kernel and save hook registered
-by our own `install_kernel` / `install_server_config` (in an isolated prefix), headless Debian
-Chromium driven by Playwright.
+"""JupyterLab as a user runs it (slow tier, `pytest -m slow`; CI runs it once): `parquet-agent
+lab` (JupyterLab from this environment, the `lab` extra; as root in CI), the project's
+`parquet-agent` kernel and save hook registered by our own `install_kernel` /
+`install_server_config` (in an isolated prefix), headless Debian Chromium driven by Playwright.
 
 In a copy of notebooks/ and configs/ over a 300-row synthetic sample: run_experiment.ipynb is
 opened and run twice (two runs to compare), then explore_run.ipynb (the CaseExplorer rendered,
@@ -13,17 +13,15 @@ error; a save leaves the notebook on disk without outputs. Screenshot: docs/img/
 from __future__ import annotations
 
 import json
-import os
-import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.lab_server import isolated_env, parquet_agent_lab
 
 REPO = Path(__file__).resolve().parents[1]
 IMG = REPO / "docs" / "img"
@@ -56,15 +54,10 @@ KERNEL_READY = """() => { const w = window.jupyterapp && window.jupyterapp.shell
   return !!k && k.connectionStatus === 'connected' && k.status === 'idle'; }"""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """A JupyterLab server over a copy of the notebooks; yields (url, token, root)."""
+    """`parquet-agent lab` over a copy of the notebooks (as root here: CI runs as root, and the
+    command must then start Lab by itself); yields (url, token, root)."""
     pytest.importorskip("jupyterlab", reason="the lab extra: pip install -e '.[lab]'")
     from parquet_agent.lab import KERNEL_NAME, install_kernel, install_server_config
 
@@ -80,40 +73,10 @@ def lab(tmp_path_factory):
     kernel = install_kernel(prefix=home / "prefix")
     assert kernel.name == KERNEL_NAME
     install_server_config(prefix=home / "prefix")
-    settings = home / "settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(
-        '{"fetchNews": "false", "checkForUpdates": false}')
-    port, token = _free_port(), secrets.token_hex(16)
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
-           "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-           "JUPYTER_PATH": str(home / "prefix" / "share" / "jupyter"),
-           "JUPYTER_CONFIG_PATH": str(home / "prefix" / "etc" / "jupyter"),
-           "JUPYTER_DATA_DIR": str(home / "userdata"),
-           "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(home / "ws")}
-    log = open(home / "lab.log", "wb")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
-         f"--port={port}", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
-         "--LabApp.news_url=None",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=log)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(600):
-            try:
-                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=1)
-                break
-            except OSError:
-                assert server.poll() is None, (home / "lab.log").read_text()
-                time.sleep(0.1)
+    env = {**isolated_env(home), "JUPYTER_PATH": str(home / "prefix" / "share" / "jupyter"),
+           "JUPYTER_CONFIG_PATH": str(home / "prefix" / "etc" / "jupyter")}
+    with parquet_agent_lab(root, home, env) as (url, token, _):
         yield url, token, root
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
 
 
 def _open(browser, url: str, token: str, name: str):
