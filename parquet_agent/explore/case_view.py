@@ -42,11 +42,12 @@ SECTION_TITLES = (
 # the characters report.js marks as ⟨U+XXXX⟩: they could hide or reorder what an auditor reads
 _ODD = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u00ad\u061c"
                   "\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]")
-_PRE = "white-space:pre-wrap;word-break:break-word;max-height:24em;overflow:auto;" \
+_PRE = "white-space:pre-wrap;overflow-wrap:anywhere;max-height:24em;overflow:auto;" \
        "background:#f6f8fa;padding:4px;margin:2px 0;font-size:12px"
 
 
 _CELL = "text-align:left;vertical-align:top;padding:1px 10px 1px 0;line-height:1.3"
+_VALUE = _CELL + ";overflow-wrap:anywhere"  # a sha256, a path: long words break anywhere
 
 
 def esc(value: Any) -> str:
@@ -67,7 +68,7 @@ def _pretty(value: Any) -> str:
 
 def _kv(pairs: Iterable[tuple[str, Any]]) -> str:
     rows = "".join(f'<tr><th style="{_CELL};font-weight:600">{esc(k)}</th>'
-                   f'<td style="{_CELL}">{esc(v)}</td></tr>' for k, v in pairs)
+                   f'<td style="{_VALUE}">{esc(v)}</td></tr>' for k, v in pairs)
     return f'<table class="pa-kv">{rows}</table>'
 
 
@@ -238,37 +239,52 @@ def _sec5(c: dict[str, Any], run_dir: Path | None) -> str:
     return _section(5, SECTION_TITLES[4], body)
 
 
+_ATTEMPT_HEAD = ("attempt", "outcome (http)", "requested \u2192 actual", "temp / effort",
+                 "start (UTC)", "queue / ms", "finish (response id)",
+                 "tokens in / out / cached / reasoning / cache-write", "USD (source)")
+_TH = "text-align:left;vertical-align:bottom;padding:2px 8px 2px 0;border-bottom:1px solid #d5dae0"
+_TD = "text-align:left;vertical-align:top;padding:2px 8px 0 0"
+
+
+def _attempt_rows(a: dict[str, Any], case_id: Any) -> str:
+    """One attempt: its figures in a row, then its raw files across the table's whole width
+    (in a column of their own, the paths wrapped into four lines)."""
+    u, cost = a.get("usage") or {}, a.get("cost") or {}
+    label = str(a.get("label"))
+    label = label[len(f"{case_id}/"):] if label.startswith(f"{case_id}/") else label
+    usd = cost.get("usd")
+    cells = (f"{label} #{a.get('number')} ({a.get('purpose')})",
+             f"{a.get('outcome')}" + (f": {a['error']}" if a.get("error") else "")
+             + f" ({a.get('http_status')})",
+             f"{a.get('requested_provider')} / {a.get('requested_model')} \u2192 "
+             f"{a.get('actual_provider')} / {a.get('actual_model')}",
+             f"{a.get('temperature')} / {a.get('reasoning_effort')}", a.get("started_at"),
+             f"{ms(a.get('queue_ms'))} / {ms(a.get('duration_ms'))}",
+             f"{a.get('finish_reason')}" + (f" ({a['response_id']})" if a.get("response_id")
+                                            else ""),
+             " / ".join(str(u.get(k)) for k in ("input_tokens", "output_tokens", "cached_tokens",
+                                                "reasoning_tokens", "cache_write_tokens")),
+             f"{'unknown' if usd is None else usd} ({cost.get('source')})")
+    files = []
+    for kind in ("request", "response"):
+        path, stored = a.get(f"{kind}_path"), a.get(f"{kind}_in_store")
+        mark = "" if not path or stored else ' <b style="color:#cf222e">missing</b>'
+        files.append(f"{kind}: {esc(path) if path else '(none)'}{mark}")
+    figures = "".join(f'<td style="{_TD}">{esc(v)}</td>' for v in cells)
+    return (f'<tr class="pa-attempt">{figures}</tr>'
+            f'<tr class="pa-attempt-files"><td colspan="{len(cells)}" style="{_TD};'
+            f'padding-bottom:3px;border-bottom:1px solid #eaeef2;color:#5b6470;'
+            f'overflow-wrap:anywhere">raw files: '
+            f'{" · ".join(files)}</td></tr>')
+
+
 def _sec6(c: dict[str, Any], run_dir: Path | None) -> str:
     attempts = c.get("attempts") or []
-    head = ("label", "#", "purpose", "outcome", "requested", "actual", "temp", "effort",
-            "start (UTC)", "queue ms", "ms", "http", "finish", "tokens in/out/cached/reasoning/cache-write",
-            "USD (source)", "raw files")
-    rows = ["<tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>"]
-    for a in attempts:
-        u, cost = a.get("usage") or {}, a.get("cost") or {}
-        files = []
-        for kind in ("request", "response"):
-            path, stored = a.get(f"{kind}_path"), a.get(f"{kind}_in_store")
-            mark = "" if not path or stored else ' <b style="color:#cf222e">missing</b>'
-            files.append(f"{kind}: {esc(path) if path else '(none)'}{mark}")
-        usd = cost.get("usd")
-        cells = (a.get("label"), a.get("number"), a.get("purpose"),
-                 f"{a.get('outcome')}" + (f": {a['error']}" if a.get("error") else ""),
-                 f"{a.get('requested_provider')} / {a.get('requested_model')}",
-                 f"{a.get('actual_provider')} / {a.get('actual_model')}",
-                 a.get("temperature"), a.get("reasoning_effort"), a.get("started_at"),
-                 ms(a.get("queue_ms")), ms(a.get("duration_ms")), a.get("http_status"),
-                 f"{a.get('finish_reason')}" + (f" ({a['response_id']})" if a.get("response_id")
-                                                else ""),
-                 " / ".join(str(u.get(k)) for k in ("input_tokens", "output_tokens",
-                                                    "cached_tokens", "reasoning_tokens",
-                                                    "cache_write_tokens")),
-                 f"{'unknown' if usd is None else usd} ({cost.get('source')})")
-        rows.append("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in cells)
-                    + f"<td>{'<br>'.join(files)}</td></tr>")
-    # a wide table scrolls in its own box instead of clipping the raw-files column
-    body = ('<div class="pa-attempts-wrap" style="max-width:100%;overflow-x:auto">'
-            f'<table class="pa-attempts" style="font-size:12px">{"".join(rows)}</table></div>')
+    head = "<tr>" + "".join(f'<th style="{_TH}">{esc(h)}</th>' for h in _ATTEMPT_HEAD) + "</tr>"
+    rows = "".join(_attempt_rows(a, c.get("case_id")) for a in attempts)
+    # fits a ~900-px pane; a narrower one scrolls the table in its own box
+    body = ('<div style="overflow-x:auto"><table class="pa-attempts" style="font-size:12px;'
+            f'border-collapse:collapse">{head}{rows}</table></div>')
     raw_files = c.get("raw_files") or []
     if raw_files:
         body += _details(f"all raw files of this case ({len(raw_files)})",
@@ -288,8 +304,16 @@ def _links(c: dict[str, Any], run_dir: Path | None) -> str:
     return f'<p class="pa-links" style="color:#666">{" · ".join(parts)}{where}</p>'
 
 
+# The case takes the width of the pane it is shown in, never its content's: an ipywidgets HTML
+# is a flex item as wide as its widest unbreakable content (a 16-column table, a sha256), which
+# was 1,459 px in a 932-px notebook pane with its right third cut off. Long words in values,
+# paths and blocks break anywhere, as in report.html; the line height is the page's, not the
+# widgets' 28-px inline height (which made an API attempt's row 142 px tall).
+_CASE = "contain:inline-size;overflow-wrap:break-word;line-height:1.4"
+
+
 def render_case(record: dict[str, Any], *, run_dir: Path | None = None) -> str:
     """The case's six sections as one HTML fragment (escaped; no script)."""
-    return ('<div class="pa-case">' + _sec1(record) + _sec2(record) + _sec3(record)
+    return (f'<div class="pa-case" style="{_CASE}">' + _sec1(record) + _sec2(record) + _sec3(record)
             + _sec4(record, run_dir) + _sec5(record, run_dir) + _sec6(record, run_dir)
             + _links(record, run_dir) + "</div>")

@@ -97,9 +97,10 @@ class CaseExplorer(W.VBox):
         header = W.HTML(f"<b>Run</b> {html.escape(self.cases.run_id)} · "
                         f"{len(idx)} cases · records from "
                         f"{'the exports' if self.cases.from_exports else 'the journals'}")
+        wrap = {"layout": W.Layout(flex_flow="row wrap")}  # a narrow pane: filters wrap
         filters = W.VBox([
-            W.HBox([self.question, self.model, self.strategy, self.status]),
-            W.HBox([self.score_field, self.score, self.include_unscored, self.count]),
+            W.HBox([self.question, self.model, self.strategy, self.status], **wrap),
+            W.HBox([self.score_field, self.score, self.include_unscored, self.count], **wrap),
         ])
         cases = W.VBox([filters, self.picker, self.detail,
                         W.HTML("<b>Files of this case</b>: its record, journal and raw "
