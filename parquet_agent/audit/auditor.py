@@ -21,9 +21,9 @@ import os
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from parquet_agent.audit.config import AuditConfig
+from parquet_agent.audit.config import KNOBS, AuditConfig
 from parquet_agent.audit.dataset import Dataset
 from parquet_agent.audit.discover import discover
 from parquet_agent.audit.discover.scope import tables_of
@@ -39,7 +39,7 @@ from parquet_agent.audit.models import build_auditor_model, build_judge_model
 from parquet_agent.audit.prompt import step_request
 from parquet_agent.audit.report import AuditReport, write_exports
 from parquet_agent.audit.rules import ActionRules, FindingRules, RunRules
-from parquet_agent.audit.state import AuditState
+from parquet_agent.audit.state import AuditState, progress_line
 from parquet_agent.audit.store import FindingsStore
 from parquet_agent.audit.taxonomy import derived_severity, settle_severity
 from parquet_agent.audit.tools import AuditTools
@@ -61,11 +61,13 @@ class Auditor:
     no model is configured)."""
 
     def __init__(self, config: AuditConfig | None = None, *, model: Model | None = None,
-                 judge: Model | None = None, store: FindingsStore | str | None = None):
+                 judge: Model | None = None, store: FindingsStore | str | None = None,
+                 progress: Callable[[str], None] | None = None):
         self.config = config or AuditConfig()
         self.model = model
         self.judge = judge
         self.store = store
+        self.progress = progress  # gets one line per step (the CLI prints them to stderr)
 
     def run(self, dataset: str | Path | Dataset, *, run_dir: str | Path | None = None,
             resume: bool = False, lineage: str | None = None) -> AuditReport:
@@ -89,8 +91,9 @@ class Auditor:
         try:
             model = self.model or build_auditor_model(self.config.model)
             judge = self.judge or (build_judge_model(self.config.judge) if self.config.judge else None)
+            config = self.config.sized(len(ds.column_names))
             with AuditTools.open(ds) as tools:
-                session = _Session(self.config, ds, run_dir, tools, model, judge, store)
+                session = _Session(config, ds, run_dir, tools, model, judge, store, self.progress)
                 session.run()
             report = AuditReport.load(run_dir)
             write_exports(report)
@@ -111,9 +114,11 @@ class _Session:
     """One process's part of one audit run (the loop; the state is the journal's fold)."""
 
     def __init__(self, config: AuditConfig, dataset: Dataset, run_dir: Path, tools: AuditTools,
-                 model: Model, judge: Model | None, store: FindingsStore):
+                 model: Model, judge: Model | None, store: FindingsStore,
+                 progress: Callable[[str], None] | None = None):
         self.config, self.dataset, self.run_dir = config, dataset, run_dir
         self.tools, self.model, self.store = tools, model, store
+        self.progress = progress
         self.raw = RawStore(run_dir)
         self.journal = Journal(run_dir / JOURNAL, family=AUDIT_EVENTS)
         self.state = AuditState.fold(read_journal(run_dir / JOURNAL, family=AUDIT_EVENTS).events)
@@ -127,6 +132,10 @@ class _Session:
 
     def record(self, payload: Any) -> None:
         self.state.feed(self.journal.append(payload).payload)
+        if self.progress is not None:
+            line = progress_line(payload, self.config.max_steps)
+            if line:
+                self.progress(line)
 
     def run(self) -> None:
         try:
@@ -301,8 +310,11 @@ class _Session:
         self.record(StepDone(n, "conclude", {}, "PASS", verdict["verdict"] != "FAIL",
                              critique=verdict["critique"] or None, conclude=verdict))
         left = {k: v for k, v in self.state.budget_left(self.config).items() if v is not None and v <= 0}
+        knobs = ", ".join(f"[audit] {KNOBS[k]} = {getattr(self.config, KNOBS[k])}"
+                          for k in left or ("steps",))
         self.record(AuditFinished("incomplete", f"the budget ran out ({', '.join(left) or 'steps'}) "
-                                  f"before the run gate passed; run gate {verdict['verdict']}"))
+                                  f"before the run gate passed; run gate {verdict['verdict']}; "
+                                  f"raise {knobs} to let it finish"))
 
 
 def _own_sql(finding: Finding) -> tuple[str | None, str | None, str | None]:

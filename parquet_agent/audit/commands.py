@@ -1,12 +1,14 @@
 """`parquet-agent audit ...`: the data-quality auditor from the command line.
 
     audit run DATASET [--config FILE] [--run-dir DIR] [--resume] [--store URL] [--lineage L] [--json]
+                      [--quiet]
     audit inspect RUN [--finding KEY] [--full]
     audit diff RUN_A RUN_B
     audit plant DATASET --out DIR [--seed S] [--rate R]
     audit score RUN --truth MANIFEST [--clean RUN0] [--json]
 
-`run` prints a readable summary (the AuditReport as JSON with --json); the offline baseline
+`run` prints a progress line on stderr at most every second (`--quiet`: none) and a readable
+summary (the AuditReport as JSON with --json); the offline baseline
 auditor is the default, so it needs no network and no keys.
 """
 
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import time
 from pathlib import Path
 
 
@@ -22,7 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = audit.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
 
     run = sub.add_parser("run", help="audit a dataset (offline baseline unless --config says otherwise)")
-    run.add_argument("dataset", type=Path, help="a folder of Parquet files")
+    run.add_argument("dataset", type=Path, help="a Parquet, CSV or JSON-lines file, or a folder "
+                     "of them (nested folders too)")
     run.add_argument("--config", type=Path, help="a TOML file with an [audit] table")
     run.add_argument("--run-dir", type=Path, help="the run folder (default runs/audit-<lineage>-<time>)")
     run.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
@@ -30,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      "beside the run folder) or postgresql://...")
     run.add_argument("--lineage", help="the dataset's name across snapshots (default: folder name)")
     run.add_argument("--json", action="store_true", help="print the AuditReport as JSON")
+    run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     run.set_defaults(handler=_run)
 
     inspect = sub.add_parser("inspect", help="print an audit run or one finding readably")
@@ -65,10 +71,27 @@ def _run(args: argparse.Namespace) -> int:
     from parquet_agent.audit.config import AuditConfig
 
     config = AuditConfig.from_toml(args.config) if args.config else AuditConfig()
-    report = Auditor(config, store=args.store).run(args.dataset, run_dir=args.run_dir,
-                                                    resume=args.resume, lineage=args.lineage)
+    progress = None if args.quiet else _Progress()
+    report = Auditor(config, store=args.store, progress=progress).run(
+        args.dataset, run_dir=args.run_dir, resume=args.resume, lineage=args.lineage)
     print(json.dumps(report.to_json(), indent=1, default=str) if args.json else report.text())
     return 0 if report.status == "complete" else 1
+
+
+class _Progress:
+    """Step lines on stderr, at most one a second (the first, the last and any that is not a
+    step always), so a long audit shows it is alive without flooding a log."""
+
+    def __init__(self, every_s: float = 1.0):
+        self.every_s = every_s
+        self.last = -every_s
+
+    def __call__(self, line: str) -> None:
+        now = time.monotonic()
+        if line.startswith("step ") and now - self.last < self.every_s:
+            return
+        self.last = now
+        print(f"audit: {line}", file=sys.stderr, flush=True)
 
 
 def _inspect(args: argparse.Namespace) -> int:

@@ -2,8 +2,9 @@
 
     [audit]
     lineage = "filings"             # default: the dataset folder's name
-    max_steps = 60                  # model steps (each: one action)
-    max_tool_calls = 80             # data-tool calls that ran
+    max_steps = 60                  # model steps (each: one action); default: sized to the
+                                    #   schema, 60 + 2 per column (the manifest records it)
+    max_tool_calls = 80             # data-tool calls that ran; default: 80 + 1 per column
     max_tokens = 400000             # input + output tokens of the auditor model (none: no cap)
     max_cost_usd = 2.0              # none: no cap
     run_policy = "continue"         # run gate FAIL: "continue" (critique into the state) | "accept"
@@ -23,7 +24,7 @@ Unknown keys are a ConfigError.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,11 @@ from parquet_agent.audit.gates import EVALUATORS, GATES
 from parquet_agent.errors import ConfigError
 
 BASELINE = "audit-baseline"
+BASE_STEPS = 60
+BASE_TOOL_CALLS = 80
+# a budget that ran out -> the key that raises it
+KNOBS = {"steps": "max_steps", "tool_calls": "max_tool_calls", "tokens": "max_tokens",
+         "cost_usd": "max_cost_usd"}
 
 
 def _default_gates() -> dict[str, tuple[str, ...]]:
@@ -44,8 +50,8 @@ def _default_model() -> dict[str, Any]:
 @dataclass(frozen=True)
 class AuditConfig:
     lineage: str | None = None
-    max_steps: int = 60
-    max_tool_calls: int = 80
+    max_steps: int | None = None  # None: sized to the schema (`sized`)
+    max_tool_calls: int | None = None
     max_tokens: int | None = None
     max_cost_usd: float | None = None
     run_policy: str = "continue"
@@ -63,8 +69,16 @@ class AuditConfig:
             bad = [e for e in chain if e not in EVALUATORS]
             if bad:
                 raise ConfigError(f"[audit.gates] {gate}: unknown evaluator(s) {bad}; use {list(EVALUATORS)}")
-        if self.max_steps < 1 or self.max_tool_calls < 1:
-            raise ConfigError("[audit] max_steps and max_tool_calls must be at least 1")
+        if any(v is not None and (not isinstance(v, int) or v < 1)
+               for v in (self.max_steps, self.max_tool_calls)):
+            raise ConfigError("[audit] max_steps and max_tool_calls must be integers of at least 1")
+
+    def sized(self, columns: int) -> AuditConfig:
+        """This config with the budgets it leaves open sized to a schema of `columns` columns:
+        a step to profile each, one more per column for its findings, and the base budget
+        for the rest (300 columns: 660 steps, 380 tool calls)."""
+        return replace(self, max_steps=self.max_steps or BASE_STEPS + 2 * columns,
+                       max_tool_calls=self.max_tool_calls or BASE_TOOL_CALLS + columns)
 
     @classmethod
     def from_table(cls, table: dict[str, Any]) -> AuditConfig:

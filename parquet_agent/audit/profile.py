@@ -5,10 +5,12 @@ sandbox (one thread, 128 MiB, no spill). What keeps them inside that:
 
 - numbers are profiled as DOUBLE (a DECIMAL(38,0) or HUGEINT too: JSON-able, never text) over
   their finite values only; NaN, +inf and -inf are counted apart (`non_finite`);
-- quantiles are exact (`quantile_cont`, which holds every value) up to `EXACT_MAX` rows and
-  t-digest sketches (`approx_quantile`) above; the output says which parts were approximate;
-- the top values are an exact GROUP BY up to `EXACT_MAX` rows; above, `approx_top_k` chooses
-  the candidates (bounded memory) and one more scan counts them exactly;
+- quantiles are exact (`quantile_cont`, which holds every value) up to `Budget.exact_rows`
+  rows (a million under 128 MiB: the limits scale with the worker's memory) and t-digest
+  sketches (`approx_quantile`) above; the output says which parts were approximate;
+- the top values are an exact GROUP BY up to `Budget.exact_distinct` distinct values (100,000
+  under 128 MiB: a hash table of 2 million distinct doubles broke 128 MiB); above, `approx_top_k`
+  chooses the candidates (bounded memory) and one more scan counts them exactly;
 - distinct counts are HyperLogLog (`approx_count_distinct`) everywhere, as before;
 - a nested column (list, struct, map) is profiled as a whole (nulls, list lengths, empties) and
   by its leaves: each leaf path (`tags[]`, `address.city`, `attrs{keys}`) gets counts, distinct,
@@ -18,11 +20,12 @@ sandbox (one thread, 128 MiB, no spill). What keeps them inside that:
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-EXACT_MAX = 1_000_000  # rows up to which quantiles and top values are exact
 TOP_VALUES = 10
 MAX_LEAVES = 12
 MAX_DEPTH = 4
@@ -31,6 +34,31 @@ _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "FLOAT", "DOU
             "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT", "REAL", "NUMERIC")
 
 Step = tuple[str, str]  # ("list", "") | ("field", name) | ("keys", "") | ("values", "")
+_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2,
+          "gib": 1024**3}
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Up to where a profile is exact, from the worker's DuckDB memory limit."""
+
+    memory_bytes: int = 128 * 1024**2
+
+    @classmethod
+    def of(cls, memory_limit: str) -> Budget:
+        match = re.fullmatch(r"\s*([0-9.]+)\s*([a-zA-Z]*)\s*", memory_limit)
+        unit = _UNITS.get((match[2] if match else "").lower() or "b") if match else None
+        if match is None or unit is None:
+            return cls()
+        return cls(int(float(match[1]) * unit))
+
+    @property
+    def exact_rows(self) -> int:  # 1,048,576 under 128 MiB: quantile_cont keeps every value
+        return self.memory_bytes // 128
+
+    @property
+    def exact_distinct(self) -> int:  # 100,000 under 128 MiB: the GROUP BY's hash table
+        return self.memory_bytes // 1342
 
 
 def q(name: str) -> str:
@@ -46,11 +74,12 @@ def is_text(kind: str) -> bool:
     return kind.upper() in ("VARCHAR", "STRING", "TEXT")
 
 
-def basic_sql(view: str, col: str, kind: str, rows: int) -> str:
-    """Rows, nulls, distinct and the value statistics of the column's type, in one scan."""
+def basic_sql(view: str, col: str, kind: str, exact: bool) -> str:
+    """Rows, nulls, distinct and the value statistics of the column's type, in one scan
+    (`exact`: exact quantiles, else t-digest sketches)."""
     head = (f"count(*) AS rows, count({col}) AS non_null, "
             f"approx_count_distinct({col}) AS distinct_approx")
-    quantile = "quantile_cont" if rows <= EXACT_MAX else "approx_quantile"
+    quantile = "quantile_cont" if exact else "approx_quantile"
     if is_numeric(kind):
         finite = "FILTER (isfinite(v))"
         return (f"SELECT {head}, min(v) {finite} AS min, max(v) {finite} AS max, "
@@ -60,7 +89,7 @@ def basic_sql(view: str, col: str, kind: str, rows: int) -> str:
                 "count(*) FILTER (v = '-inf'::DOUBLE) AS neg_inf "
                 f"FROM (SELECT {col}, CAST({col} AS DOUBLE) AS v FROM {view})")
     if is_text(kind):
-        lengths = "quantile_disc" if rows <= EXACT_MAX else "approx_quantile"
+        lengths = "quantile_disc" if exact else "approx_quantile"
         return (f"SELECT {head}, min(length({col})) AS min_length, "
                 f"avg(length({col})) AS mean_length, max(length({col})) AS max_length, "
                 f"count(*) FILTER ({col} = '') AS empty, left(min({col}), 100) AS min, "
@@ -77,11 +106,12 @@ def basic_sql(view: str, col: str, kind: str, rows: int) -> str:
             f"left(CAST(max({col}) AS VARCHAR), 100) AS max FROM {view}")
 
 
-def top_sql(view: str, col: str, rows: int) -> str:
-    """The most frequent values (cut to 100 characters) with their exact counts."""
+def top_sql(view: str, col: str, exact: bool) -> str:
+    """The most frequent values (cut to 100 characters) with their exact counts (`exact`:
+    chosen by an exact GROUP BY, else by `approx_top_k`)."""
     value = f"left(CAST({col} AS VARCHAR), 100)"
     order = f"ORDER BY n DESC, value NULLS FIRST LIMIT {TOP_VALUES}"
-    if rows <= EXACT_MAX:
+    if exact:
         return f"SELECT {value} AS value, count(*) AS n FROM {view} GROUP BY 1 {order}"
     return (f"WITH top AS (SELECT unnest(approx_top_k({value}, {TOP_VALUES})) AS value "
             f"FROM {view}) SELECT {value} AS value, count(*) AS n FROM {view} "
@@ -100,17 +130,19 @@ def per_file_sql(view: str, col: str, kind: str) -> str:
             f"FROM {view} GROUP BY _file ORDER BY _file")
 
 
-def approximate_parts(kind: str, rows: int, nested: bool = False) -> list[str]:
+def approximate_parts(kind: str, exact_values: bool, exact_top: bool,
+                      nested: bool = False) -> list[str]:
     """What `basic_sql`, `top_sql` and `leaf_sql` computed approximately for this column
     (besides the distinct counts, approximate everywhere)."""
-    leaves = ["leaves' quantiles (approx_quantile, a t-digest)"] if nested else []
-    if rows <= EXACT_MAX:
-        return leaves
-    parts = ["top_values (candidates by approx_top_k, counts exact)", *leaves]
-    if is_numeric(kind):
-        parts.insert(0, "quantiles (approx_quantile, a t-digest)")
-    elif is_text(kind):
-        parts.insert(0, "length_quantiles (approx_quantile, a t-digest)")
+    parts = []
+    if not exact_values and is_numeric(kind):
+        parts.append("quantiles (approx_quantile, a t-digest)")
+    elif not exact_values and is_text(kind):
+        parts.append("length_quantiles (approx_quantile, a t-digest)")
+    if not exact_top:
+        parts.append("top_values (candidates by approx_top_k, counts exact)")
+    if nested:
+        parts.append("leaves' quantiles (approx_quantile, a t-digest)")
     return parts
 
 

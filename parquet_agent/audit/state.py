@@ -197,3 +197,18 @@ def _shown_finding(finding: Finding) -> dict[str, Any]:
             "title": finding.title, "severity": finding.severity,
             "count": finding.evidence.count, "denominator": finding.evidence.denominator,
             "predicate": finding.predicate}
+
+
+def progress_line(payload: Any, max_steps: int | None) -> str | None:
+    """One short line for a journal event worth telling a person watching a long audit."""
+    if isinstance(payload, CandidatesFound):
+        found = payload.discovery or {}
+        return (f"discovery: {len(found.get('candidates') or [])} candidate(s), "
+                f"{found.get('queries', 0)} queries")
+    if isinstance(payload, StepDone):
+        what = payload.arguments.get("column") or payload.arguments.get("title") or ""
+        ok = "" if payload.ok else f" ({payload.gate if payload.gate == 'FAIL' else 'failed'})"
+        return f"step {payload.step}/{max_steps}: {payload.tool} {what}".rstrip() + ok
+    if isinstance(payload, AuditFinished):
+        return f"{payload.status}: {payload.reason}"
+    return None

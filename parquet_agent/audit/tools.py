@@ -143,8 +143,10 @@ class AuditTools:
                                 + ", ".join(self.dataset.column_names))
         table, col = found
         started = time.perf_counter()
-        view, name, rows = table.name, quote_ident(col.name), table.rows
-        basic = self.run_query(profile.basic_sql(view, name, col.type, rows))
+        view, name = table.name, quote_ident(col.name)
+        budget = profile.Budget.of(self.limits.memory_limit)
+        exact_values = table.rows <= budget.exact_rows
+        basic = self.run_query(profile.basic_sql(view, name, col.type, exact_values))
         if not basic.ok:
             return dataclasses.replace(basic, name="get_stats", arguments=args)
         values = profile.record(basic.output["columns"], basic.output["rows"][0])
@@ -158,14 +160,15 @@ class AuditTools:
         output["values"] = values
         if any(non_finite.values()):
             output["non_finite"] = non_finite
-        parts = [("top_values", profile.top_sql(view, name, rows)),
+        exact_top = (output["distinct_approx"] or 0) <= budget.exact_distinct
+        parts = [("top_values", profile.top_sql(view, name, exact_top)),
                  ("per_file", profile.per_file_sql(view, name, col.type))]
         for key, sql in parts:
             part = self.run_query(sql)
             if not part.ok:
                 return dataclasses.replace(part, name="get_stats", arguments=args)
             output[key] = [profile.record(part.output["columns"], r) for r in part.output["rows"]]
-        approximate = profile.approximate_parts(col.type, rows, col.nested)
+        approximate = profile.approximate_parts(col.type, exact_values, exact_top, col.nested)
         if col.nested:
             problem = self._leaves(table, col, output)
             if problem is not None:
