@@ -8,8 +8,8 @@ layer never imports explore.
 `charts` embeds the main plotly charts (plotly.js inline: ~4.8 MB more); `compare_with` adds a
 paired comparison with that older run folder (`store.compare`, as HTML with no script);
 `audits` ("auto" or audit run folders) adds the findings of data-quality audits of the run's
-corpus (`report.corpus_audit`, static HTML). A run that was re-judged always gets a judge
-agreement section (`Run.judge_agreement()`'s tables, no script; with `charts`, its chart too).
+corpus (`report.corpus_audit`, static HTML). With `charts`, a re-judged run's report also gets the
+judge agreement chart (its tables are in every export: `report.judge_agreement`).
 """
 
 from __future__ import annotations
@@ -29,25 +29,22 @@ from parquet_agent.store.run import open_run
 def report_extras(run_dir: str | Path, *, charts: bool = False,
                   compare_with: str | Path | None = None,
                   audits: str | Path | Sequence[str | Path] | None = None) -> ReportExtras | None:
-    """The chart, comparison, corpus-audit and judge agreement sections of `run_dir`'s report
+    """The chart, comparison and corpus-audit sections of `run_dir`'s report
     (from the journals and, for `audits`, the audits' findings.json:
     `report.corpus_audit.corpus_audits`); None when none applies. ExportError when a run
     cannot be read."""
     run_dir = Path(run_dir).resolve()
-    rejudged = bool(judgings(run_dir))
-    if not charts and compare_with is None and audits is None and not rejudged:
+    if not charts and compare_with is None and audits is None:
         return None
     sections, scripts = [], []
     if audits is not None:
         sections.append(audits_section(corpus_audits(run_dir, audits), run_dir))
     try:
-        if rejudged:
-            sections.append(agreement_html(open_run(run_dir).judge_agreement()))
         if compare_with is not None:
             sections.append(compare_runs(open_run(run_dir), open_run(Path(compare_with))).to_html())
         if charts:
             figures = charts_mod.main_charts(run_dir)
-            if rejudged:
+            if judgings(run_dir):
                 figures["judge_agreement"] = charts_mod.judge_agreement(run_dir)
             embed = charts_mod.embed_figures(figures)
             sections.append('<h2>Charts</h2><div class="charts">' + "".join(embed.divs.values())
@@ -59,18 +56,3 @@ def report_extras(run_dir: str | Path, *, charts: bool = False,
                           "their files were not changed") from exc
     return ReportExtras(tuple(sections), tuple(scripts))
 
-
-def agreement_html(tables: dict) -> str:
-    """The report's judge agreement section: the pair, repeat and check tables as HTML."""
-    parts = ['<h2>Judge agreement</h2><p>Every judgment of every judge is kept (the case '
-             'records list them); the figures above use the primary judge. Kappa, Spearman '
-             'and mean absolute difference with 95% paired bootstrap intervals; flip rate: '
-             'share of cases whose correct / not-correct verdict changes between repeats.</p>']
-    for name, title in (("pairs", "Judge vs judge"), ("repeats", "The same judge repeated"),
-                        ("checks", "Judges vs the deterministic checks")):
-        frame = tables.get(name)
-        if frame is not None and len(frame):
-            parts.append(f"<h3>{title}</h3>" + frame.to_html(
-                index=False, float_format=lambda x: f"{x:.3f}", na_rep="", border=0,
-                classes="agreement"))
-    return "".join(parts)

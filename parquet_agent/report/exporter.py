@@ -43,6 +43,7 @@ from parquet_agent.errors import ExportError, RunError
 from parquet_agent.files import atomic_write_bytes, sha256_file, utc_now
 from parquet_agent.report.case_record import INDEX_COLUMNS, RunSource, build_case, index_row
 from parquet_agent.report.html_report import ReportExtras, render_report
+from parquet_agent.report.judge_agreement import agreement_section
 from parquet_agent.store.fold import RunFold
 from parquet_agent.store.manifest import tree_hash
 
@@ -165,6 +166,15 @@ def _write(run_dir: Path, rel: str, data: bytes, *, keep_identical: bool = False
     os.replace(tmp, path)
 
 
+def _with_agreement(source: RunSource, extras: ReportExtras | None) -> ReportExtras | None:
+    """A re-judged run's report leads its optional sections with the judge agreement."""
+    if not source.run.judgings():
+        return extras
+    extras = extras or ReportExtras()
+    section = agreement_section(source.run.judge_agreement())
+    return ReportExtras((section, *extras.sections), extras.scripts)
+
+
 def export_run(run_dir: str | Path, *, extras: ReportExtras | None = None,
                judge: str | None = None) -> ExportResult:
     """(Re)build every export of `run_dir`; raise ExportError when the run cannot be read.
@@ -172,7 +182,8 @@ def export_run(run_dir: str | Path, *, extras: ReportExtras | None = None,
     config's judge; default: the primary one). Every case record lists every judgment.
 
     `extras`: optional report.html sections built by the caller (the charts and a comparison:
-    `explore.sections.report_extras`); the exporter itself never plots."""
+    `explore.sections.report_extras`); the exporter itself never plots. A re-judged run's
+    report always gets the judge agreement tables (`report.judge_agreement`)."""
 
     t0 = time.perf_counter()
     run_dir = Path(run_dir).resolve()
@@ -199,7 +210,7 @@ def export_run(run_dir: str | Path, *, extras: ReportExtras | None = None,
         summary = build_summary(source, fold) | {"integrity": integrity}
         written["summary.json"] = dumps(summary)
         written["report.html"] = render_report(source.run.run_id, summary, rows, texts,
-                                               extra=extras)
+                                               extra=_with_agreement(source, extras))
     except (RunError, KeyError, ValueError, TypeError) as exc:
         raise ExportError(f"{run_dir}: cannot export this run: {type(exc).__name__}: {exc}. "
                           "Check it with Run.verify(); the run's own files were not changed")\
