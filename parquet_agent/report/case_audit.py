@@ -4,7 +4,8 @@
     python -m parquet_agent.report.case_audit ...                  (the same)
 
 `--model` takes the configured model name or the provider's model id (`gpt-6-luna` or
-`openai/gpt-6-luna`); `--method` is the strategy. Without `--full`, long texts (tool outputs,
+`openai/gpt-6-luna`); `--method` is the strategy. Either may be left out when the run has only
+one model (or one strategy). Without `--full`, long texts (tool outputs,
 requests) are cut to a preview and raw files are named; `--full` prints the complete tool
 outputs and the exact text of every raw request and response of the case (every attempt, the
 judge's included); `--json` prints the case record (the dict `cases/<case-id>.json` holds).
@@ -39,13 +40,24 @@ def safe(text: Any) -> str:
     return _ODD.sub(lambda m: f"<U+{ord(m.group()):04X}>", str(text))
 
 
-def resolve_case(source: RunSource, question: str, model: str, method: str) -> str:
-    """The case id for question x model x method, or UsageError listing what the run has."""
+def _only(kinds: str, option: str, known: list[str]) -> str:
+    """The run's one model or strategy, for an option left out; UsageError when it has more."""
+    if len(known) == 1:
+        return known[0]
+    raise UsageError(f"this run has {len(known)} {kinds} ({', '.join(known)}): give {option}")
+
+
+def resolve_case(source: RunSource, question: str, model: str | None = None,
+                 method: str | None = None) -> str:
+    """The case id for question x model x method, or UsageError listing what the run has.
+    `model` or `method` None: the run's only one."""
     cases = source.case_ids()
     parts = [c.split("__") for c in cases if c.count("__") == 2]
     questions = sorted({p[0] for p in parts})
     models = sorted({p[1] for p in parts})
     methods = sorted({p[2] for p in parts})
+    model = _only("models", "--model", models) if model is None else model
+    method = _only("strategies", "--method", methods) if method is None else method
     aliases: dict[str, set[str]] = {name: {name} for name in models}
     for name in models:
         spec = source.models.get(name, {})
@@ -217,9 +229,10 @@ def build_parser(prog: str = "python -m parquet_agent.case_audit") -> argparse.A
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=Path, help="the run folder")
     parser.add_argument("--question", required=True, help="question id, e.g. Q001")
-    parser.add_argument("--model", required=True,
-                        help="configured model name or provider model id")
-    parser.add_argument("--method", required=True, help="strategy: sql or sql+stream")
+    parser.add_argument("--model", help="configured model name or provider model id "
+                        "(may be left out when the run has one model)")
+    parser.add_argument("--method", help="strategy: sql or sql+stream (may be left out when "
+                        "the run has one strategy)")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--full", action="store_true",
                        help="complete requests, responses and tool outputs")

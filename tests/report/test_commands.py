@@ -83,6 +83,22 @@ def test_case_audit_lists_what_exists_for_a_wrong_question_model_or_method(http_
     assert "method 'vector' is not in this run; it has: sql, sql+stream" in err
 
 
+def test_case_audit_needs_model_and_method_only_where_the_run_has_several(offline_run, http_run):
+    """Issue 27 item 7: the offline demo has one model; --model was required all the same."""
+    one_model = _run("-m", "parquet_agent.case_audit", str(offline_run), "--question", "Q001",
+                     "--method", "sql")
+    assert one_model.returncode == 0, one_model.stderr.decode()
+    assert "Q001__baseline__sql" in one_model.stdout.decode()
+    two_methods = _run("-m", "parquet_agent.case_audit", str(offline_run), "--question", "Q001")
+    assert two_methods.returncode == 2
+    assert "this run has 2 strategies (sql, sql+stream): give --method" in \
+        two_methods.stderr.decode()
+    two_models = _run("-m", "parquet_agent.case_audit", str(http_run), "--question", "Q001",
+                      "--method", "sql")
+    assert two_models.returncode == 2
+    assert "this run has 2 models (fake-a, fake-b): give --model" in two_models.stderr.decode()
+
+
 def test_case_audit_takes_ids_in_any_case_and_suggests_close_matches(http_run):
     lower = _run("-m", "parquet_agent.case_audit", str(http_run), "--question", "q001",
                  "--model", "fake-b", "--method", "SQL+STREAM")
