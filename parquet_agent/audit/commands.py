@@ -75,6 +75,9 @@ def _run(args: argparse.Namespace) -> int:
     report = Auditor(config, store=args.store, progress=progress).run(
         args.dataset, run_dir=args.run_dir, resume=args.resume, lineage=args.lineage)
     print(json.dumps(report.to_json(), indent=1, default=str) if args.json else report.text())
+    page = report.run_dir / "report.html"
+    if not args.json and page.is_file():
+        print(f"report: {page}")
     return 0 if report.status == "complete" else 1
 
 

@@ -24,6 +24,7 @@ def test_the_audit_commands(tmp_path):
     first = _cli("run", str(clean), "--run-dir", str(tmp_path / "a"), "--lineage", "filings",
                  "--store", store).stdout
     assert "complete" in first and "0 findings" in first
+    assert f"report: {tmp_path / 'a' / 'report.html'}" in first  # issue 27 item 7
     report = json.loads(_cli("run", str(tmp_path / "dirty"), "--run-dir", str(tmp_path / "b"),
                              "--lineage", "filings", "--store", store, "--json").stdout)
     assert report["schema_version"] == 1 and report["status"] == "complete"
