@@ -68,15 +68,16 @@ def case_tokens(prompt_chars: int, turns: int, tool_chars: int,
 
 def _price(spec: ModelSpec):
     """(Price or None, where it comes from)."""
-    from parquet_agent.models.prices import PriceTable
+    from parquet_agent.models.prices import LIST, PriceTable, declared_price, table_applies
 
     if spec.provider in OFFLINE:
         return "free", "free (offline)"
     declared = getattr(spec, "price", None)  # the models config's own `price` key
-    if declared is not None:
-        from parquet_agent.models.prices import declared_price
-
+    if declared is not None and declared != LIST:
         return declared_price(declared, model=spec.model, where=spec.name), "declared in config"
+    base_url = getattr(spec, "base_url", None)
+    if not table_applies(base_url, declared):
+        return None, f"{base_url} is not the vendor's endpoint: declare `price`"
     table = PriceTable.load()
     return table.lookup(spec.model), f"price table {table.version}"
 

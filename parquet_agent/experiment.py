@@ -42,9 +42,7 @@ from parquet_agent.corpus.questions import QuestionSet, load_questions
 from parquet_agent.corpus.snapshot import CorpusSnapshot
 from parquet_agent.engine import CaseEngine, open_engine
 from parquet_agent.errors import (
-    HealthCheckError,
     MachineFault,
-    ModelCallError,
     RunInterrupted,
     is_machine_fault,
 )
@@ -57,15 +55,13 @@ from parquet_agent.memory import TreeMemory
 from parquet_agent.models.protocol import (
     GenerationSettings,
     Model,
-    ModelRequest,
     RawSink,
-    UserMessage,
     total_cost,
 )
 from parquet_agent.models.spec import ModelSpec
 from parquet_agent.models.transport import ReplaySink
 from parquet_agent.progress import Progress
-from parquet_agent.run_watch import Breaker, CaseWatch, DriftWatch
+from parquet_agent.run_watch import Breaker, CaseWatch, DriftWatch, health_checks
 from parquet_agent.models.batch import Polling
 from parquet_agent.store import (
     CaseFailed,
@@ -224,16 +220,18 @@ class Experiment:
                 done -= run.failed_cases()
             grid = [(q, m, s) for q in question_ids for m in models for s in config.strategies]
             todo = [g for g in grid if case_id(*g) not in done]
+            judge_mode = None
             if todo:  # a resume of a finished run makes no inference call at all
-                self._health_checks(run, session, config, models, judge_model,
-                                    how.keep_going)
+                judge_mode = self._health_checks(run, session, config, models,
+                                                 config_judge(config, judge_model),
+                                                 how.keep_going)
             progress = Progress(total=len(grid), done=len(grid) - len(todo),
                                 enabled=self.progress)
             watch = CaseWatch(DriftWatch(snapshot, Path(config.corpus), run_journal),
                               Breaker(run))
             plan = CasePlan(config, questions, scopes, session,
-                            run.manifest.get("manifest_hash"))
-            parts = CaseParts.build(config, models, judge_model, tools, reader)
+                            run.manifest.get("manifest_hash"), judge_mode)
+            parts = CaseParts.build(config, models, judge_model, tools, reader, judge_mode)
             engine.run_cases(run, plan, parts, todo, before_case=watch.before_case,
                              after_case=watch.after_case, progress=progress)
             progress.close()
@@ -260,36 +258,10 @@ class Experiment:
         return RunStore(run.dir.parent).open(run.dir)
 
     def _health_checks(self, run: Run, session: int, config: ExperimentConfig,
-                       models: dict[str, Model], judge_model: Model, keep_going: bool) -> None:
-        """One recorded health call per model and for the judge; HealthCheckError on the
-        first that fails (after recording its attempts), unless `keep_going`."""
-        journal = run.run_journal()
-        specs = {spec.name: spec for spec in config.models}
-        specs[f"judge-{judge_model.name}"] = config.judge
-        for name, model in {**models, f"judge-{judge_model.name}": judge_model}.items():
-            label = f"_health/session-{session}/{name}"
-            request = ModelRequest((UserMessage("Reply with the single word OK."),),
-                                   settings=GenerationSettings(max_output_tokens=16),
-                                   purpose="health", label=label)
-            failure = None
-            try:
-                result = model.complete(request, run.raw)
-                attempts = result.attempts
-            except ModelCallError as exc:
-                attempts, failure = exc.attempts, exc
-            for attempt in attempts:
-                journal.append(ModelAttempt(label=label, attempt=attempt, role="health"))
-            if failure is not None:
-                spec = specs[name]
-                where = spec.base_url or f"the {spec.provider} default endpoint"
-                message = (f"health check failed for {name!r} ({spec.provider} {spec.model} at "
-                           f"{where}): {failure}")
-                if not keep_going:
-                    raise HealthCheckError(
-                        f"{message} No case was run (run folder {run.dir}); fix the model "
-                        "entry or start its server, or pass --keep-going to run anyway.")
-                print(f"parquet-agent: {message} (--keep-going: running anyway)",
-                      file=sys.stderr, flush=True)
+                       models: dict[str, Model], judge: Judge, keep_going: bool) -> str | None:
+        """The checks before the first case (`run_watch.health_checks`); returns how the judge
+        is asked for its judgment."""
+        return health_checks(run, session, config, models, judge, keep_going)
 
 
 @dataclass(frozen=True)
@@ -312,10 +284,11 @@ class CasePlan:
     scopes: dict[str, list[str]] | None
     session: int
     manifest_hash: str | None
+    judge_mode: str | None = None  # how the judge is asked (negotiated at the health checks)
 
     def open_parts(self, reader: Tools, env: Mapping[str, str] | None) -> CaseParts:
         """This process's models, judge and strategy views over `reader` (a node's sandbox)."""
-        return CaseParts.open(self.config, reader, env)
+        return CaseParts.open(self.config, reader, env, self.judge_mode)
 
     def run_case(self, parts: CaseParts, run: Any, item: tuple[str, str, str],
                  node: str | None = None) -> float | None:
@@ -333,12 +306,12 @@ class CaseParts:
 
     @classmethod
     def build(cls, config: ExperimentConfig, models: dict[str, Model], judge_model: Model,
-              tools: dict[str, Any], reader: Tools) -> CaseParts:
-        return cls(models, config_judge(config, judge_model), tools, reader)
+              tools: dict[str, Any], reader: Tools, judge_mode: str | None = None) -> CaseParts:
+        return cls(models, config_judge(config, judge_model, judge_mode), tools, reader)
 
     @classmethod
-    def open(cls, config: ExperimentConfig, reader: Tools,
-             env: Mapping[str, str] | None) -> CaseParts:
+    def open(cls, config: ExperimentConfig, reader: Tools, env: Mapping[str, str] | None,
+             judge_mode: str | None = None) -> CaseParts:
         """Models, judge and strategy views over `reader` (a node's own sandbox)."""
         from parquet_agent.models.factory import known_keys
 
@@ -347,13 +320,14 @@ class CaseParts:
         tools = {s: NoTools() if s == NO_TOOLS else reader.for_strategy(s)
                  for s in config.strategies}
         return cls.build(config, models, build_model_or_judge(config.judge, env, keys), tools,
-                         reader)
+                         reader, judge_mode)
 
 
-def config_judge(config: ExperimentConfig, model: Model) -> Judge:
-    """The run's judge: `model` (its `[judge]`) with the config's attempts and context."""
+def config_judge(config: ExperimentConfig, model: Model, output_mode: str | None = None) -> Judge:
+    """The run's judge: `model` (its `[judge]`) with the config's attempts and context, asking
+    for its judgment as `output_mode` (None: the adapter's strict way)."""
     return Judge(model, max_attempts=config.limits.max_judge_attempts,
-                 context_tokens=config.judge.context_tokens)
+                 context_tokens=config.judge.context_tokens, output_mode=output_mode)
 
 
 def _judge_by_batch(run: Run, config: ExperimentConfig, judge: Judge) -> None:

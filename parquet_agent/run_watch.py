@@ -1,6 +1,8 @@
-"""The watchers a run keeps beside its cases: what the runner checks around each case an engine
-runs (`CaseWatch`: the cheap corpus drift check and the per-model circuit breaker). Thread-safe
-(case workers call them concurrently); no global state. The process tree's peak memory is
+"""The watchers a run keeps beside its cases: the checks before the first case
+(`health_checks`: one call per model and the judge, and the way the judge's server takes a
+structured judgment) and what the runner checks around each case an engine runs (`CaseWatch`:
+the cheap corpus drift check and the per-model circuit breaker). Thread-safe (case workers call
+them concurrently); no global state. The process tree's peak memory is
 `parquet_agent.memory.TreeMemory` (a Ray node samples its own tree with it too).
 """
 
@@ -12,9 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from parquet_agent.corpus.snapshot import CorpusSnapshot
-from parquet_agent.errors import SnapshotChangedError
-from parquet_agent.experiment_config import case_id
-from parquet_agent.store import CorpusDrift
+from parquet_agent.errors import HealthCheckError, ModelCallError, SnapshotChangedError
+from parquet_agent.experiment_config import ExperimentConfig, case_id
+from parquet_agent.judge import Judge
+from parquet_agent.judge.negotiate import negotiate
+from parquet_agent.models.protocol import GenerationSettings, Model, ModelRequest, UserMessage
+from parquet_agent.store import CorpusDrift, ModelAttempt, Run
 from parquet_agent.store.fold import CaseView, fold_case
 
 
@@ -105,3 +110,63 @@ class DriftWatch:
             if new:
                 self._reported.update(new)
                 self.journal.append(CorpusDrift(excluded_new_files=new))
+
+
+def health_checks(run: Run, session: int, config: ExperimentConfig, models: dict[str, Model],
+                  judge: Judge, keep_going: bool) -> str | None:
+    """One recorded health call per model and for the judge, then the way the judge is asked
+    for its judgment (returned; see `judge_format`); HealthCheckError on the first that fails
+    (after recording its attempts), unless `keep_going`."""
+    journal = run.run_journal()
+    specs = {spec.name: spec for spec in config.models}
+    judge_key = f"judge-{judge.model.name}"
+    specs[judge_key] = config.judge
+    for name, model in {**models, judge_key: judge.model}.items():
+        label = f"_health/session-{session}/{name}"
+        request = ModelRequest((UserMessage("Reply with the single word OK."),),
+                               settings=GenerationSettings(max_output_tokens=16),
+                               purpose="health", label=label)
+        failure = None
+        try:
+            attempts = model.complete(request, run.raw).attempts
+        except ModelCallError as exc:
+            attempts, failure = exc.attempts, exc
+        for attempt in attempts:
+            journal.append(ModelAttempt(label=label, attempt=attempt, role="health"))
+        if failure is not None:
+            spec = specs[name]
+            where = spec.base_url or f"the {spec.provider} default endpoint"
+            _refuse(f"health check failed for {name!r} ({spec.provider} {spec.model} at "
+                    f"{where}): {failure}", run, keep_going)
+            if name == judge_key:
+                return None  # --keep-going past a judge that does not answer
+    return judge_format(run, session, config, judge, keep_going)
+
+
+def judge_format(run: Run, session: int, config: ExperimentConfig, judge: Judge,
+                 keep_going: bool) -> str | None:
+    """How the judge's server takes a structured judgment (`judge.negotiate`), journaled; a
+    judge that can judge in no way stops the run here, unless `keep_going`. A batch judge
+    (`[judge] batch`) is asked in its vendor's own strict way: only OpenAI, Anthropic and Gemini
+    have batch APIs, and each takes it."""
+    if config.judge.batch:
+        return None
+    found = negotiate(judge, run.raw, f"_health/session-{session}/judge-{judge.model.name}-format")
+    if not found.offline:
+        run.run_journal().append_many(found.events(judge.model.name))
+    if not found.can_judge:
+        spec = config.judge
+        where = spec.base_url or f"the {spec.provider} default endpoint"
+        _refuse(f"judge {judge.model.name!r} ({spec.provider} {spec.model} at {where}): "
+                f"{found.summary()}.", run, keep_going)
+    return found.mode
+
+
+def _refuse(message: str, run: Run, keep_going: bool) -> None:
+    """A failed check stops the run before any case (HealthCheckError), unless `keep_going`."""
+    if not keep_going:
+        raise HealthCheckError(f"{message} No case was run (run folder {run.dir}); fix the "
+                               "model entry or start its server, or pass --keep-going to run "
+                               "anyway.")
+    print(f"parquet-agent: {message} (--keep-going: running anyway)", file=sys.stderr,
+          flush=True)

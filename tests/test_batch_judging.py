@@ -70,6 +70,7 @@ provider = "{provider}"
 model = "{model}"
 api_key_env = "{JUDGE_KEY_VARIABLE}"
 base_url = "{url}{suffix}"
+price = "list"
 batch = true
 batch_wait_s = {wait_s}
 [limits]

@@ -34,8 +34,12 @@ def test_estimate_is_a_priced_range_free_offline_and_unknown_without_a_price(cor
     config = load_config(_config(tmp_path, corpus, "http://127.0.0.1:9"))
     unknown = estimate_config(config)
     assert unknown[0].usd is None and total(unknown) is None
+    # a fake at 127.0.0.1 is not the vendor's endpoint: priced only with price = "list"
+    assert estimate_config(replace(config, models=(replace(
+        config.models[0], model="gpt-4o-mini"),)))[0].usd is None
     priced = estimate_config(replace(config, models=(replace(config.models[0],
-                                                             model="gpt-4o-mini"),)))
+                                                             model="gpt-4o-mini",
+                                                             price="list"),)))
     low, high = priced[0].usd
     assert 0 < low < high and priced[0].price.startswith("price table")
     assert priced[0].input_tokens[0] < priced[0].input_tokens[1]
@@ -49,7 +53,7 @@ def test_run_prints_the_estimate_first_and_checks_the_actual_cost_after(corpus, 
     with openai_server(_answer_script) as server:
         config = _config(tmp_path, corpus, server.url)
         config.write_text(config.read_text().replace('model = "gpt-fake"',
-                                                     'model = "gpt-4o-mini"'))
+                                                     'model = "gpt-4o-mini"\nprice = "list"'))
         proc = _cli("run", str(config), "--run-dir", str(tmp_path / "runs" / "r"))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout

@@ -48,14 +48,19 @@ def _judge_group(judge: Judge, api: Any, inputs: Mapping[str, JudgeInput], sink:
     """One batch (and its repair rounds) over `inputs`."""
     state: dict[str, dict[str, Any]] = {}
     requests: dict[str, ModelRequest] = {}
+    verdicts: dict[str, Verdict] = {}
+    pending: dict[str, str] = {}
     for label, inp in inputs.items():
         request, provenance = judge.request(inp, label)
         provenance["batch"] = True
-        state[label] = {"checks": deterministic_checks(inp), "provenance": provenance,
+        checks = deterministic_checks(inp)
+        unsent = judge.does_not_fit(checks, provenance)
+        if unsent is not None:  # known not to fit: never put in a batch
+            verdicts[label] = unsent
+            continue
+        state[label] = {"checks": checks, "provenance": provenance,
                         "attempts": [], "repairs": 0, "problem": None}
         requests[label] = request
-    verdicts: dict[str, Verdict] = {}
-    pending: dict[str, str] = {}
     for number in range(1, judge.max_attempts + 1):
         if not requests:
             break

@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 import httpx2
 
 from parquet_agent.errors import ConfigError
-from parquet_agent.models.prices import declared_price
+from parquet_agent.models.prices import declared_price, table_applies
 from parquet_agent.models.protocol import GenerationSettings, Model
 from parquet_agent.models.retry import RetryPolicy
 from parquet_agent.models.spec import ModelSpec
@@ -65,6 +65,8 @@ def build_model(spec: ModelSpec, *, env: Mapping[str, str] | None = None,
         retry=retry or RetryPolicy(max_attempts=spec.max_attempts),
         price=(declared_price(spec.price, model=spec.model, where=f"model {spec.name!r}")
                if spec.price is not None else None),
+        table_priced=table_applies(spec.base_url, spec.price),
+        base_url=spec.base_url,
         structured_output=spec.structured_output,
     )
     if spec.provider == "openai":

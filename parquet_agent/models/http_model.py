@@ -36,7 +36,13 @@ import pydantic
 
 from parquet_agent.errors import ModelCallError
 from parquet_agent.files import utc_now
-from parquet_agent.models.prices import Price, PriceTable, UnknownCostWarning, declared_cost
+from parquet_agent.models.prices import (
+    Price,
+    PriceTable,
+    UnknownCostWarning,
+    declared_cost,
+    not_the_vendor,
+)
 from parquet_agent.models.reply_check import body_problem
 from parquet_agent.models.protocol import (
     UNVERIFIED,
@@ -48,6 +54,7 @@ from parquet_agent.models.protocol import (
     ModelResult,
     RawSink,
     Reply,
+    ResponseSchema,
     Usage,
 )
 from parquet_agent.models.retry import (
@@ -88,6 +95,8 @@ class HttpModel:
 
     provider = "?"
     reply_keys: tuple[str, ...] = ()  # top-level keys of a reply of this wire format
+    # how this wire format can ask for a structured reply (ResponseSchema.mode), strictest first
+    structured_modes: tuple[str, ...] = ("json_schema", "text")
     _sdk_errors: tuple[type[BaseException], ...] = ()
 
     def __init__(
@@ -104,6 +113,8 @@ class HttpModel:
         seed: int = 0,
         price: Price | None = None,
         structured_output: bool = True,
+        table_priced: bool = True,
+        base_url: str | None = None,
     ):
         self.name = name
         self.model = model
@@ -113,6 +124,10 @@ class HttpModel:
         self.retry = retry or RetryPolicy()
         self.prices = prices or PriceTable.load()
         self.price = price  # declared in the model entry: wins over the table
+        # the price table applies (the vendor's endpoint, or `price = "list"`): see
+        # prices.table_applies; otherwise an undeclared price is unknown
+        self.table_priced = table_priced
+        self.base_url = base_url
         # ask for a request's response_schema on the wire (false: a server that rejects it)
         self.structured_output = structured_output
         self._unknown_cost = UnknownCostWarning(name)
@@ -138,9 +153,16 @@ class HttpModel:
         """What else every attempt of `request` should record (adapters add their own)."""
         return ()
 
-    def wire_schema(self, request: ModelRequest):
-        """The request's response schema if it goes on the wire, else None."""
-        return request.response_schema if self.structured_output else None
+    def wire_schema(self, request: ModelRequest) -> ResponseSchema | None:
+        """The request's response schema if it goes on the wire (not `text` mode), else None.
+        A mode this adapter cannot send is a ValueError: the caller negotiated it wrongly."""
+        schema = request.response_schema
+        if schema is None or not self.structured_output or schema.mode == "text":
+            return None
+        if schema.mode not in self.structured_modes:
+            raise ValueError(f"{self.provider} cannot ask for structured output as "
+                             f"{schema.mode!r}; it offers {', '.join(self.structured_modes)}")
+        return schema
 
     def _schema_notes(self, request: ModelRequest) -> tuple[str, ...]:
         schema = request.response_schema
@@ -149,7 +171,10 @@ class HttpModel:
         if not self.structured_output:
             return (f"structured output {schema.name!r} not asked for (structured_output = "
                     "false): the reply is parsed from its text",)
-        return (f"structured output {schema.name!r} asked for",)
+        if schema.mode == "text":
+            return (f"structured output {schema.name!r} asked for in the prompt only (mode "
+                    "text): the reply is parsed from its text",)
+        return (f"structured output {schema.name!r} asked for as {schema.mode}",)
 
     def _sent_settings(self, settings: GenerationSettings) -> SentSettings:
         raise NotImplementedError
@@ -218,6 +243,8 @@ class HttpModel:
         provider's batch price for a request sent in a batch)."""
         if self.price is not None:
             cost = declared_cost(self.price, usage)
+        elif not self.table_priced and gateway_usd is None:
+            cost = not_the_vendor(self.base_url or "the base_url", self.model)
         else:
             cost = self.prices.cost((actual_model, self.model), usage, gateway_usd=gateway_usd,
                                     batch=batch)
@@ -258,7 +285,8 @@ class HttpModel:
         what = "failed (not retryable)" if not failure.retryable else "failed"
         raise ModelCallError(
             f"model {self.name!r} ({self.provider} {self.model}) {what} after "
-            f"{len(attempts)} attempt(s); last error: {failure.message}. " + _advice(failure),
+            f"{len(attempts)} attempt(s); last error: {_sentence(failure.message)} "
+            + _advice(failure),
             tuple(attempts),
             retryable=failure.retryable,
             kind=failure.kind,
@@ -296,6 +324,10 @@ class HttpModel:
         usage = reply.usage if reply else (malformed.usage if malformed and malformed.usage else Usage())
         actual_model = reply.model if reply else (malformed.model if malformed else None)
         notes = list(sent.notes) + (list(outcome.notes) if outcome else [])
+        if reply is not None and reply.block_reason:
+            where = "reply" if reply.finish_reason else "prompt"  # no candidate: the prompt
+            notes.append(f"the provider blocked the {where} ({reply.block_reason})"
+                         + (f": {reply.block_message}" if reply.block_message else ""))
         if ex.replayed:
             notes.append(REPLAYED_NOTE)
         if reply is None and usage.input_tokens is None:
@@ -328,7 +360,8 @@ class HttpModel:
             outcome=outcome_kind,
             error=None if failure is None else f"[{failure.kind}] {failure.message}",
             response_id=reply.response_id if reply else (malformed.response_id if malformed else None),
-            finish_reason=reply.finish_reason if reply else None,
+            # a blocked prompt has no finish reason of its own: its block reason says why
+            finish_reason=(reply.finish_reason or reply.block_reason) if reply else None,
             usage=usage,
             cost=cost,
             request_path=ex.request_path,
@@ -339,6 +372,13 @@ class HttpModel:
 
 REPLAYED_NOTE = ("replayed: the response recorded before the case stopped (not journaled "
                  "then), not requested again")
+
+
+def _sentence(text: str) -> str:
+    """`text` ending in one full stop: many errors end in their own ("Server disconnected
+    without sending a response.")."""
+    text = text.rstrip()
+    return text if text.endswith((".", "!", "?")) else text + "."
 
 
 def _advice(failure: Failure) -> str:

@@ -48,6 +48,7 @@ from parquet_agent.models.protocol import (
     SystemMessage,
     ToolCall,
     ToolMessage,
+    ToolSpec,
     Usage,
     UserMessage,
 )
@@ -57,6 +58,7 @@ from parquet_agent.models.retry import MalformedReplyError
 class OpenAIChatModel(HttpModel):
     provider = "openai"
     reply_keys = ("choices",)
+    structured_modes = ("json_schema", "json_object", "tool", "text")
     _sdk_errors = (openai.APIError,)
 
     def __init__(
@@ -136,26 +138,34 @@ class OpenAIChatModel(HttpModel):
             "messages": self.wire_messages(request),
             self.max_tokens_field: sent.max_output_tokens,
         }
-        if request.tools:
+        tools = list(request.tools)
+        schema = self.wire_schema(request)
+        if schema is not None and schema.mode == "tool":  # a forced call carries the object
+            tools.append(ToolSpec(schema.name, "Record the answer as this object.",
+                                  schema.schema))
+        if tools:
             kwargs["tools"] = [
                 {"type": "function",
                  "function": {"name": t.name, "description": t.description,
                               "parameters": t.parameters}}
-                for t in request.tools
+                for t in tools
             ]
             kwargs["tool_choice"] = request.settings.tool_choice
-            if request.settings.tool_choice == "required" and len(request.tools) == 1:
+            if schema is not None and schema.mode == "tool":
+                kwargs["tool_choice"] = _named(schema.name)
+            elif request.settings.tool_choice == "required" and len(tools) == 1:
                 # the named form: local servers (llama.cpp) force it with a grammar
-                kwargs["tool_choice"] = {"type": "function",
-                                         "function": {"name": request.tools[0].name}}
+                kwargs["tool_choice"] = _named(tools[0].name)
         if isinstance(sent.temperature, (int, float)):
             kwargs["temperature"] = sent.temperature
         if sent.reasoning_effort and sent.reasoning_effort != NOT_SUPPORTED:
             kwargs["reasoning_effort"] = sent.reasoning_effort
-        schema = self.wire_schema(request)
-        if schema is not None:
+        if schema is not None and schema.mode == "json_schema":
             kwargs["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": schema.name, "schema": schema.schema, "strict": True}}
+        elif schema is not None and schema.mode == "json_object":
+            # JSON mode with the schema beside it: llama.cpp's server compiles it to a grammar
+            kwargs["response_format"] = {"type": "json_object", "schema": schema.schema}
         if self.provider_pin:
             kwargs["extra_body"] = {
                 "provider": {"order": list(self.provider_pin), "allow_fallbacks": False}
@@ -227,6 +237,10 @@ def _tool_call(tc) -> ToolCall:
         error = f"arguments are JSON {type(args).__name__}, not an object"
     return ToolCall(id=tc.id or "", name=tc.function.name, arguments=args if error is None else {},
                     raw_arguments=raw, arguments_error=error)
+
+
+def _named(tool: str) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": tool}}
 
 
 def _wire_call(c: ToolCall) -> dict[str, Any]:

@@ -14,7 +14,12 @@ returns a `Cost`:
 A model entry may declare its own price (`price = "free"` for a local model, or a table of
 per-million rates): `declared_price(value)` reads it and `declared_cost(price, usage)` prices
 with it, `source="declared"`; the table is then never consulted (a local server that echoes
-`gpt-4o-mini` back must not be billed as OpenAI).
+`gpt-4o-mini` back must not be billed as OpenAI). The table prices a vendor's list price, so it
+applies only where the vendor bills: its own endpoint (no `base_url`, or one on a host in
+`VENDOR_HOSTS`), a gateway that bills at list (`LIST_PRICE_GATEWAYS`, which also reports its
+cost), or an entry that says so with `price = "list"` (a proxy in front of the vendor). Any
+other `base_url` (127.0.0.1, a private vLLM) is unknown unless its entry declares a price
+(`table_applies`).
 
 Batch: the table's `batch` section gives each vendor's batch price as a multiplier of its list
 rates, with source and date (`BatchPrice`); `cost(..., batch=True)` prices a request sent in a
@@ -38,11 +43,19 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
+from urllib.parse import urlsplit
 
 from parquet_agent.models.protocol import Cost, Usage
 
 log = logging.getLogger(__name__)
 _DATE_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")
+
+# Where each vendor of the table bills at its list price (a host, its subdomains and regional
+# `<region>-<host>` forms).
+VENDOR_HOSTS = {"openai": ("api.openai.com",), "anthropic": ("api.anthropic.com",),
+                "google": ("generativelanguage.googleapis.com", "aiplatform.googleapis.com")}
+LIST_PRICE_GATEWAYS = ("openrouter.ai",)  # resells at list and reports its cost (usage.cost)
+LIST = "list"  # `price = "list"`: this endpoint bills the vendor's list price (the table)
 
 
 @dataclass(frozen=True)
@@ -177,8 +190,9 @@ class UnknownCostWarning:
                 return
             self._said = True
         log.warning("cost unknown for model %r: %s; its costs show as unknown (never 0) and this "
-                    "is said once per model: set `price` in its [[models]] entry (\"free\" for a "
-                    "local model, or USD per 1M input/output tokens)", self.name, cost.note)
+                    "is said once per model: set `price` in its entry (\"free\" for a local "
+                    "model, \"list\" for an endpoint that bills the vendor's list price, or USD "
+                    "per 1M input/output tokens)", self.name, cost.note)
 
 
 def _compute(price: Price, usage: Usage) -> tuple[float | None, str | None]:
@@ -213,15 +227,37 @@ def _compute(price: Price, usage: Usage) -> tuple[float | None, str | None]:
 _RATES = ("input", "output", "cached_input", "cache_write", "reasoning")
 
 
-def declared_price(value: Any, *, model: str, where: str) -> Price:
-    """A model entry's `price`: `"free"` (cost 0 by declaration, e.g. a local model) or a table
-    of USD per 1M tokens with `input` and `output` and optionally the other rates. Raises
-    ValueError with what is wrong."""
+def table_applies(base_url: str | None, price: Any = None) -> bool:
+    """Whether the price table may price calls to `base_url`: the vendor's own endpoint (none
+    given, or a host of `VENDOR_HOSTS`), a list-price gateway, or an entry with
+    `price = "list"`."""
+    if base_url is None or price == LIST:
+        return True
+    host = (urlsplit(base_url).hostname or "").lower()
+    hosts = [h for names in VENDOR_HOSTS.values() for h in names] + list(LIST_PRICE_GATEWAYS)
+    # subdomains, and Vertex's regional hosts (`us-central1-aiplatform.googleapis.com`)
+    return any(host == h or host.endswith(("." + h, "-" + h)) for h in hosts)
+
+
+def not_the_vendor(base_url: str, model: str) -> Cost:
+    """The cost of a call to an endpoint the table does not price (`table_applies` false)."""
+    return Cost(None, "unknown", None, None, (
+        f"{base_url} is not the vendor's endpoint, so the price table's list price for {model} "
+        "does not apply (a local server may answer under any name)"))
+
+
+def declared_price(value: Any, *, model: str, where: str) -> Price | None:
+    """A model entry's `price`: `"free"` (cost 0 by declaration, e.g. a local model), a table
+    of USD per 1M tokens with `input` and `output` and optionally the other rates, or `"list"`
+    (None: the price table prices it, see `table_applies`). Raises ValueError with what is
+    wrong."""
+    if value == LIST:  # the table's own price, where it would not apply by itself
+        return None
     if value == "free":
         return Price(model, "declared", 0.0, 0.0, 0.0, 0.0, True, True,
                      f"{where}: price = \"free\"", cache_write=0.0)
     if not isinstance(value, Mapping):
-        raise ValueError(f"{where}: price must be \"free\" or a table of USD per 1M tokens "
+        raise ValueError(f"{where}: price must be \"free\", \"list\" or a table of USD per 1M tokens "
                          f"({', '.join(_RATES)}), got {value!r}")
     unknown = sorted(set(value) - set(_RATES))
     if unknown or "input" not in value or "output" not in value:

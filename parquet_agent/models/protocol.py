@@ -101,18 +101,30 @@ class GenerationSettings:
     tool_choice: Literal["auto", "none", "required"] = "auto"
 
 
+# How a structured reply is asked for (`ResponseSchema.mode`), strictest first. Not every
+# server takes every one: the judge negotiates (`judge.negotiate`) and records the one it uses.
+STRUCTURED_MODES = ("json_schema", "json_object", "tool", "text")
+StructuredMode = Literal["json_schema", "json_object", "tool", "text"]
+
+
 @dataclass(frozen=True)
 class ResponseSchema:
     """Ask for the reply as one JSON object matching `schema` (a JSON Schema object whose every
     property is required and which allows no others: what OpenAI's strict mode accepts).
 
-    Each adapter asks in its provider's own way: OpenAI `response_format: json_schema`, Gemini
-    `responseJsonSchema`, Anthropic a forced call of a tool named `name` (the object is then the
-    tool call's arguments, not the text). A model entry with `structured_output = false` sends
-    none of these and says so in the attempt's notes; offline models ignore it."""
+    `mode` says how (each adapter lists the ones it can send in `structured_modes`):
+    `json_schema` is the provider's own strict way (OpenAI `response_format: json_schema`,
+    Gemini `responseJsonSchema`, Anthropic a forced call of a tool named `name`, whose
+    arguments are then the object); `json_object` is OpenAI's JSON mode carrying the schema
+    (`response_format: {type: json_object, schema}`, which llama.cpp's server turns into a
+    grammar; Gemini: `responseMimeType` alone); `tool` a forced call of a tool named `name`;
+    `text` asks for nothing on the wire (the object is read from the reply's text). A model
+    entry with `structured_output = false` sends none of these and says so in the attempt's
+    notes; offline models ignore it."""
 
     name: str
     schema: dict[str, Any]
+    mode: StructuredMode = "json_schema"
 
 
 @dataclass(frozen=True)

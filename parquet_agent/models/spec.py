@@ -6,8 +6,9 @@ Contract fields (DESIGN.md): `name, provider, model, api_key_env, base_url, prov
 temperature, reasoning_effort`. Ours, all optional: `max_output_tokens`, `max_attempts`,
 `timeout_s`, `fail_on_pin_mismatch`, `tool_call_content` (`""` for llama.cpp-style local
 servers), `max_tokens_field`, `script` (provider `scripted`: a JSON file with a list of
-replies), `price` (`"free"` for a local model, or a table of USD per 1M tokens: `input`,
-`output`, `cached_input`, `cache_write`, `reasoning`; wins over the bundled price table),
+replies), `price` (`"free"` for a local model, `"list"` for an endpoint that bills the vendor's
+list price, or a table of USD per 1M tokens: `input`, `output`, `cached_input`, `cache_write`,
+`reasoning`; wins over the bundled price table, which prices only the vendor's own endpoint),
 `cache_prompts` (default true: ask for prompt caching where the provider needs it, Anthropic),
 `context_tokens` (the model's context window; a judge with one fits its evidence to it),
 `structured_output` (default true: a judge asks for its judgment as a JSON schema response
@@ -63,7 +64,7 @@ class ModelSpec:
     tool_call_content: str | None = None
     max_tokens_field: str = "max_completion_tokens"
     script: str | None = None
-    price: Any = None  # "free" or {input, output, ...}: see prices.declared_price
+    price: Any = None  # "free", "list" or {input, output, ...}: see prices.declared_price
     cache_prompts: bool = True
     context_tokens: int | None = None
     structured_output: bool = True

@@ -24,7 +24,8 @@ its event kind in `EVENT` (the `event` field of its journal line), so readers te
     CaseFinished     the last event of a done case: status complete|incomplete|failed, reason
 
 The run journal holds `RunStarted`, `ModelAttempt` (health checks, role `health`),
-`CorpusDrift`, `CaseSealed` (a case journal's line count and chain head) and `RunFinished`.
+`JudgeFormat` (how the judge is asked for its judgment), `CorpusDrift`, `CaseSealed` (a case
+journal's line count and chain head) and `RunFinished`.
 """
 
 from __future__ import annotations
@@ -203,6 +204,18 @@ class RunStarted:
 
 
 @dataclass(frozen=True)
+class JudgeFormat:
+    """How this session asks its judge for a structured judgment, as the judge's server was
+    found to take it (`judge.negotiate`): `mode` (None: it cannot judge), every way tried."""
+
+    EVENT: ClassVar[str] = "judge_format"
+    judge: str
+    mode: str | None
+    tried: list[dict[str, Any]] = field(default_factory=list)
+    summary: str = ""
+
+
+@dataclass(frozen=True)
 class CorpusDrift:
     EVENT: ClassVar[str] = "corpus_drift"
     excluded_new_files: list[str]
@@ -233,7 +246,7 @@ class CaseSealed:
 PAYLOAD_TYPES: tuple[type, ...] = (
     CaseStarted, ModelAttempt, JudgeAttempt, ModelTurn, ToolCallEvent, Judgment, CaseFailed,
     CaseFinished, RunStarted, CorpusDrift, RunFinished, CaseSealed, GateEvaluation,
-    JudgmentPending)
+    JudgmentPending, JudgeFormat)
 ATTEMPT_TYPES = (ModelAttempt,)  # JudgeAttempt is a ModelAttempt: one HTTP attempt each
 
 

@@ -27,7 +27,7 @@ def test_an_http_auditor_is_recorded_and_its_key_never_stored(filings_dir, tmp_p
     with openai_server(_baseline_over_http) as server:
         model = build_model(ModelSpec(name="gpt", provider="openai", model="gpt-4o-mini",
                                       api_key_env="KEY", base_url=server.url + "/v1",
-                                      timeout_s=10.0), env={"KEY": CANARY})
+                                      timeout_s=10.0, price="list"), env={"KEY": CANARY})
         report = Auditor(model=model).run(filings_dir, run_dir=tmp_path / "run")
         calls = server.model_calls()
         assert calls and all(r.headers.get("authorization") == f"Bearer {CANARY}"

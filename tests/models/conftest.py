@@ -30,8 +30,9 @@ SQL_TOOL = ToolSpec(
 
 def make_model(provider: str, server, *, retry: RetryPolicy = FAST, **spec_fields):
     _, suffix, model = PROVIDERS[provider]
+    # a fake stands for the vendor's own endpoint: it bills at list (the price table)
     fields = dict(name=f"{provider}-fake", provider=provider, model=model, api_key_env="FAKE_KEY",
-                  base_url=server.url + suffix, timeout_s=5.0)
+                  base_url=server.url + suffix, timeout_s=5.0, price="list")
     fields.update(spec_fields)
     return build_model(ModelSpec(**fields), env={"FAKE_KEY": CANARY}, retry=retry)
 
