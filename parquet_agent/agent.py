@@ -235,8 +235,9 @@ class _CaseLoop:
         text = (reply.text or "").strip()
         if reply.block_reason:
             said = f": {reply.block_message}" if reply.block_message else ""
+            what = "reply" if reply.finish_reason else "prompt"  # no candidate: the prompt
             return self._outcome("incomplete", None,
-                                 f"the provider blocked the reply ({reply.block_reason}){said}",
+                                 f"the provider blocked the {what} ({reply.block_reason}){said}",
                                  forced=forced)
         if reply.truncated:
             if not retold:  # ask once more for a short final answer, recorded as a turn
@@ -246,7 +247,10 @@ class _CaseLoop:
                 "incomplete", None, f"the answer was cut off at the output limit (finish "
                 f"reason {reply.finish_reason}) twice, the second time after being asked for a "
                 "short final answer", forced=forced)
-        if forced:
+        if retold:
+            reason = ("the answer was cut off at the output limit; asked once more, the model "
+                      "gave a short final answer")
+        elif forced:
             reason = ("tool budget or round limit reached: the final request asked for the best "
                       "answer from what was found")
         else:

@@ -18,7 +18,8 @@ garbage-collected.
   that finished with a refusal (`SAFETY`, `RECITATION`, `MODEL_ARMOR`, ... with its
   `finishMessage`) are blocks: an answer carrying the reason, never retried. A reply without
   candidates and without a block, or `MALFORMED_FUNCTION_CALL`, is malformed and retried (see
-  `reply_check`).
+  `reply_check`). `UNEXPECTED_TOOL_CALL` with the call in it (a function the request did not
+  declare) is an answer whose call the tools refuse as an unknown tool; a note says so.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from parquet_agent.models.http_model import (
     tokens,
     unique_call_ids,
 )
-from parquet_agent.models.reply_check import verdict
+from parquet_agent.models.reply_check import UNDECLARED_CALL, verdict
 from parquet_agent.models.protocol import (
     AssistantMessage,
     GenerationSettings,
@@ -45,6 +46,7 @@ from parquet_agent.models.protocol import (
     SystemMessage,
     ToolCall,
     ToolMessage,
+    ToolSpec,
     Usage,
     UserMessage,
 )
@@ -56,6 +58,7 @@ _LEVELS = {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH
 class GeminiModel(HttpModel):
     provider = "google"
     reply_keys = ("candidates", "promptFeedback")
+    structured_modes = ("json_schema", "json_object", "tool", "text")
     _sdk_errors = (genai_errors.APIError,)
 
     def __init__(self, client, transport, **kwargs: Any):
@@ -132,17 +135,24 @@ class GeminiModel(HttpModel):
         if sent.reasoning_effort and sent.reasoning_effort != NOT_SUPPORTED:
             config["thinking_config"] = {"thinking_level": _LEVELS[sent.reasoning_effort.lower()]}
         schema = self.wire_schema(request)
-        if schema is not None:
+        if schema is not None and schema.mode in ("json_schema", "json_object"):
             config["response_mime_type"] = "application/json"
-            config["response_json_schema"] = schema.schema
-        if request.tools:
+            if schema.mode == "json_schema":
+                config["response_json_schema"] = schema.schema
+        tools = list(request.tools)
+        if schema is not None and schema.mode == "tool":  # a forced call carries the object
+            tools.append(ToolSpec(schema.name, "Record the answer as this object.",
+                                  schema.schema))
+        if tools:
             config["tools"] = [types.Tool(function_declarations=[
                 types.FunctionDeclaration(name=t.name, description=t.description,
                                           parameters_json_schema=t.parameters)
-                for t in request.tools])]
-            config["tool_config"] = {"function_calling_config": {
-                "mode": {"none": "NONE", "required": "ANY"}.get(request.settings.tool_choice,
-                                                                "AUTO")}}
+                for t in tools])]
+            calling: dict[str, Any] = {"mode": {"none": "NONE", "required": "ANY"}.get(
+                request.settings.tool_choice, "AUTO")}
+            if schema is not None and schema.mode == "tool":
+                calling = {"mode": "ANY", "allowed_function_names": [schema.name]}
+            config["tool_config"] = {"function_calling_config": calling}
         return contents, types.GenerateContentConfig(**config)
 
     def _parse(self, resp, raw: dict) -> CallOutcome:
@@ -151,8 +161,10 @@ class GeminiModel(HttpModel):
         feedback = resp.prompt_feedback
         block = getattr(feedback, "block_reason", None)
         finish = cand.finish_reason.value if cand is not None and cand.finish_reason else None
+        parts = (cand.content.parts if cand is not None and cand.content is not None else None) or []
         check = verdict(
             has_choice=cand is not None and cand.content is not None,
+            has_calls=any(p.function_call is not None for p in parts),
             finish_reason=finish,
             block_reason=block.value if block is not None else None,
             block_message=(getattr(feedback, "block_reason_message", None) if block is not None
@@ -161,7 +173,6 @@ class GeminiModel(HttpModel):
         if check.kind == "malformed":
             raise MalformedReplyError(check.reason or "malformed reply", usage=usage,
                                       model=resp.model_version, response_id=resp.response_id)
-        parts = (cand.content.parts if cand is not None and cand.content is not None else None) or []
         texts, calls = [], []
         for i, p in enumerate(parts):
             if p.function_call is not None:
@@ -186,7 +197,12 @@ class GeminiModel(HttpModel):
             block_reason=check.reason if check.kind == "block" else None,
             block_message=check.message if check.kind == "block" else None,
         )
-        return CallOutcome(reply)
+        notes = ()
+        if finish == UNDECLARED_CALL:
+            said = _finish_message(raw) or getattr(cand, "finish_message", None) or ""
+            notes = (f"finish reason {finish}: the model called a function the request did not "
+                     f"declare ({', '.join(c.name for c in calls)}); {said}".rstrip("; "),)
+        return CallOutcome(reply, notes=notes)
 
 
 def _finish_message(raw: dict) -> str | None:

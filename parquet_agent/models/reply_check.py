@@ -12,8 +12,9 @@ every provider:
   `MODEL_ARMOR`, OpenAI `content_filter`, Anthropic `refusal`, ...) is a **block**: an answer
   that carries the provider's reason and message, never retried. A reply with no choice /
   candidate / content and no block, or a malformed function call, is **malformed** (retried:
-  sampling may do better). Everything else is an **answer**; `Reply.truncated` says whether it
-  stopped at the output limit.
+  sampling may do better); a call of an undeclared function (Gemini `UNEXPECTED_TOOL_CALL`) is
+  an answer when the call is in the reply (the tools answer it as an unknown tool). Everything
+  else is an **answer**; `Reply.truncated` says whether it stopped at the output limit.
 
 Errors (non-2xx) are classified by `retry.classify`.
 """
@@ -32,6 +33,10 @@ BLOCK_FINISH_REASONS = frozenset({
     "content_filter", "refusal",
 })
 MALFORMED_FINISH_REASONS = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL"})
+# Gemini: the model called a function the request did not declare. With the call in the reply
+# it is an answer: the tools answer an unknown tool with an error value the model can read
+# (and real models recover); without it, nothing can be done with the reply.
+UNDECLARED_CALL = "UNEXPECTED_TOOL_CALL"
 
 
 @dataclass(frozen=True)
@@ -61,12 +66,15 @@ def body_problem(status: int | None, body: bytes | None, expected: tuple[str, ..
 
 
 def verdict(*, has_choice: bool, finish_reason: str | None, block_reason: str | None = None,
-            block_message: str | None = None) -> Verdict:
-    """Answer, block or malformed, from what an adapter read off the reply."""
+            block_message: str | None = None, has_calls: bool = False) -> Verdict:
+    """Answer, block or malformed, from what an adapter read off the reply (`has_calls`: it
+    holds tool calls)."""
     if block_reason:
         return Verdict("block", block_reason, block_message)
     if finish_reason in BLOCK_FINISH_REASONS:
         return Verdict("block", finish_reason, block_message)
+    if finish_reason == UNDECLARED_CALL and has_calls and has_choice:
+        return Verdict("answer")
     if finish_reason in MALFORMED_FINISH_REASONS:
         return Verdict("malformed", f"finish reason {finish_reason}")
     if not has_choice:
