@@ -122,17 +122,28 @@ def resume_command(command: list[str], run_dir: Path, *, retry_failed: bool = Fa
 
 
 def _print_failures(run, command: list[str]) -> int:
+    """On stderr: why cases did not finish, why none is complete (every case incomplete), or
+    why no answer was scored; the exit status is 1 when any of these is so."""
     from parquet_agent.store.status import failure_groups, run_status
 
     cases = run.cases_df()
     groups = failure_groups(cases)
     awaiting = int(cases["awaiting_judgment"].sum())
+    state = run_status(run)
     if groups:
-        state = run_status(run)
         print(f"\n{state.status}: {state.counts_text()} cases. Why cases did not finish:",
               file=sys.stderr)
-        for count, status, reason in groups:
-            print(f"  {count:>5} x {status}: {reason}", file=sys.stderr)
+    elif state.planned and not state.complete:  # every case ended incomplete: a failed grid
+        groups = _grouped(cases.loc[cases["status"] == "incomplete", "status_reason"],
+                          "incomplete")
+        print(f"\n{state.counts_text()} cases: none complete. Why:", file=sys.stderr)
+    elif not awaiting and (unscored := _unscored_reasons(run)):
+        groups = _grouped(unscored, "unscored")
+        print(f"\n{state.counts_text()} cases, but the judge scored none of the "
+              f"{len(unscored)} answers. Why:", file=sys.stderr)
+    for count, status, reason in groups:
+        print(f"  {count:>5} x {status}: {reason}", file=sys.stderr)
+    if groups:
         print(f"rerun what did not finish: {resume_command(command, run.dir, retry_failed=state.failed > 0)}",
               file=sys.stderr)
     if awaiting:  # [judge] batch: the answers are in, their batch has not returned yet
@@ -141,6 +152,24 @@ def _print_failures(run, command: list[str]) -> int:
               f"`{shlex.join(['parquet-agent', 'judge', str(run.dir), '--batch'])}`",
               file=sys.stderr)
     return 1 if groups or awaiting else 0
+
+
+def _unscored_reasons(run) -> list[str]:
+    """Why each judged answer went unscored, when the judge scored none of them (else [])."""
+    judged = [c.judgment for c in run.fold().cases if c.judgment is not None]
+    if not judged or any(j.scored for j in judged):
+        return []
+    return [j.unscored_reason or "no reason recorded" for j in judged]
+
+
+def _grouped(reasons, status: str) -> list[tuple[int, str, str]]:
+    """(count, status, reason) per distinct reason (its first 160 characters), most first."""
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        text = " ".join(str(reason).split()) if isinstance(reason, str) else "no reason recorded"
+        text = text if len(text) <= 160 else text[:159] + "…"
+        counts[text] = counts.get(text, 0) + 1
+    return sorted(((n, status, r) for r, n in counts.items()), key=lambda g: (-g[0], g[2]))
 
 
 def demo_config(data: Path, runs: Path, sample_n: int | None = None) -> ExperimentConfig:

@@ -53,14 +53,17 @@ class Progress:
     def text(self) -> str:
         measured = self.done - self._start_done
         elapsed = time.perf_counter() - self._t0
-        parts = [f"{self.done}/{self.total} cases", f"${self.cost:.4f} so far"]
+        parts = [f"{self.done}/{self.total} cases"]
+        known_cases = measured - self.unknown_cost_cases
+        if known_cases > 0:  # a sum of known costs only; nothing known is not $0
+            parts.append(f"${self.cost:.4f} so far")
         if self.unknown_cost_cases:
-            parts.append(f"{self.unknown_cost_cases} with unknown cost")
+            parts.append(f"{self.unknown_cost_cases} with unknown cost" if known_cases > 0
+                         else "cost unknown so far")
         if 0 < measured and self.done < self.total:
             remaining = self.total - self.done
-            known = measured - self.unknown_cost_cases
-            if known > 0:
-                parts.append(f"forecast ${self.cost + self.cost / known * remaining:.4f}")
+            if known_cases > 0:
+                parts.append(f"forecast ${self.cost + self.cost / known_cases * remaining:.4f}")
             parts.append(f"~{elapsed / measured * remaining:.0f}s left")
         elif measured:
             parts.append(f"{elapsed:.1f}s")

@@ -65,6 +65,14 @@ def _fmt(value: Any, digits: int = 1) -> str:
     return str(value)
 
 
+def _known_usd(g: dict[str, Any]) -> str:
+    """The known part of a cell's cost; "—" when no case's cost is known (never 0.0000)."""
+    finished = g["complete"] + g["incomplete"] + g["failed"]
+    if g["cases_with_unknown_cost"] and g["cases_with_unknown_cost"] >= finished:
+        return "—"
+    return _fmt(g["cost_usd_known"], 4)
+
+
 def _verdict_rates(g: dict[str, Any]) -> str:
     """"83% / 12% / 5%" of the cases judged with a verdict; "—" before judge-v2."""
     rates = [g.get(f"{v}_rate") for v in ("correct", "incorrect", "abstained")]
@@ -102,7 +110,7 @@ def _summary_table(summary: dict[str, Any]) -> str:
             _verdict_rates(g), _fmt(g.get("abstained_answerable")),
             f"{_fmt(s['mean'])} [{_fmt(s['low'])}, {_fmt(s['high'])}]",
             g["tool_counts"]["processed"], g["tool_counts"]["errors"],
-            _fmt(g["cost_usd_known"], 4), g["cases_with_unknown_cost"],
+            _known_usd(g), g["cases_with_unknown_cost"],
             _fmt(g["latency_p50_ms"], 0), _fmt(g["latency_p95_ms"], 0))
         out.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in cells) + "</tr>")
     out.append("</tbody></table>")
