@@ -361,7 +361,8 @@ class HttpModel:
             error=None if failure is None else f"[{failure.kind}] {failure.message}",
             response_id=reply.response_id if reply else (malformed.response_id if malformed else None),
             # a blocked prompt has no finish reason of its own: its block reason says why
-            finish_reason=(reply.finish_reason or reply.block_reason) if reply else None,
+            finish_reason=(reply.block_reason if reply.finish_reason is None
+                           else reply.finish_reason) if reply else None,
             usage=usage,
             cost=cost,
             request_path=ex.request_path,
