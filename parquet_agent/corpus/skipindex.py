@@ -1,29 +1,23 @@
-"""The data-skipping index: per data page of `parsed_md`, a summary that can say "this page
+"""The data-skipping index: per data page of `parsed_md`, summaries that can say "this page
 cannot contain this literal".
 
 Why: a whole-corpus `contains`/`LIKE`/`ILIKE` over `parsed_md` decompresses all the Markdown (16.6 s
 of one core at full scale; ILIKE ~2.3x that). With this index a worker decompresses only the
 pages that may match (`tools/prune.py` decides what a query requires).
 
-What a page's summary is (measured against alternatives in docs/architecture.md): the set of
-byte 4-grams of its text, ASCII letters folded to lower case, hashed with one hash function into
-a bloom filter of 2**14 bits (2 KiB a page). Leaving out common "stop grams" was measured and
-pruned worse at every threshold (bench/bench_skip_choice.py): a gram in half the pages still
-rules out the other half. The filters are stored bit-sliced (`bits[b]` is one bit per page
-for filter bit b): a literal with g grams reads g rows of P/8 bytes and ANDs them.
-
-Exactness (never a false negative):
-- case-sensitive (`contains`, LIKE, ...): a page containing the literal contains its bytes with
-  ASCII letters folded, so every gram of the folded literal is in the page's set;
-- case-insensitive (ILIKE, `lower(...)`, regexp 'i'): only the literal's ASCII runs are used
-  (DuckDB lowers per code point, so an ASCII run of the lowered literal comes from ASCII text),
-  and pages holding one of the few non-ASCII characters whose case mapping is ASCII (`UNSAFE_FOLD`:
-  'İ' and the Kelvin sign lower to ASCII; 'ı' and 'ſ' upper to it) are always candidates.
-Row groups that cannot be read page by page get one summary with every bit set (always read).
+Two summaries, each exact on its own (never a false negative), so their intersection is too:
+- grams (corpus/skipgrams.py): a bloom filter of the page's byte 4-grams; rules out pages for
+  literals with a gram rare somewhere, including pieces of words;
+- words (corpus/skipwords.py): the pages of every rare word; rules out pages for literals whose
+  grams are all common but whose words are not ("Calancor Corporation", "1,234,567").
+A literal's candidate pages are those both summaries keep: never more than the better one's.
+Row groups that cannot be read page by page get one pseudo-page that both summaries keep.
 
 Files (`DIR/_skip/`, written to a temporary folder and swapped in): `skip.json` (schema_version,
-snapshot_id, parameters, counts), `bits.npy` (uint8 [2**bits, ceil(P/8)]),
-`pages.parquet` (file, row_group, first_row, rows, offset, size, text_bytes, fold_unsafe).
+snapshot_id, parameters, counts), `bits.npy` (uint8 [2**bits, ceil(P/8)]), `pages.parquet`
+(file, row_group, first_row, rows, offset, size, text_bytes, fold_unsafe, long_words),
+`words.arrow` (word, pages holding it: sorted by word) and `postings.npy` (uint32 page numbers).
+An index of an older schema_version is refused, with the command that rebuilds it.
 """
 
 from __future__ import annotations
@@ -43,28 +37,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from parquet_agent.corpus.pages import PageFormatError, column_format, column_pages, read_values
+from parquet_agent.corpus.skipgrams import FILTER_BITS, GRAM, UNSAFE_FOLD, GramRule, fold_unsafe, gram_values
+from parquet_agent.corpus.skipwords import BlockWords, WordCollector, WordIndex, word_cap, write_words
 from parquet_agent.corpus.snapshot import CorpusSnapshot
 from parquet_agent.errors import StaleIndexError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 1: grams only (main before issue 28)
 SKIP_DIR = "_skip"
-GRAM = 4
-FILTER_BITS = 14  # 2**14 bits = 2 KiB per ~128 KiB page of Markdown (~6 % of its zstd bytes)
 CHUNK = 64  # pages summarised at once before their bits are packed (a multiple of 8)
 BLOCK = 8 * CHUNK  # pages per task of a (parallel) build: 1 MiB of packed bits at 2**14
 PARALLEL_FROM_PAGES = 2 * BLOCK  # smaller corpora build in-process: starting workers costs more
-_MUL = 0x9E3779B1  # an odd 32-bit multiplier (Fibonacci hashing)
-# Non-ASCII characters whose lower or upper case (DuckDB) or case folding (RE2) is ASCII:
-# 'İ' -> 'i', Kelvin sign -> 'k' (lower); 'ı' -> 'I', 'ſ' -> 'S' (upper). Checked against DuckDB
-# in tests/corpus/test_skipindex.py.
-UNSAFE_FOLD = ("\u0130", "\u0131", "\u017f", "\u212a")
-_UNSAFE_BYTES = tuple(c.encode("utf-8") for c in UNSAFE_FOLD)
-_ASCII = bytes(range(128))
-
 PAGES_SCHEMA = pa.schema([
     ("file", pa.string()), ("row_group", pa.int32()), ("first_row", pa.int32()),
     ("rows", pa.int32()), ("offset", pa.int64()), ("size", pa.int32()),
-    ("text_bytes", pa.int64()), ("fold_unsafe", pa.bool_()),
+    ("text_bytes", pa.int64()), ("fold_unsafe", pa.bool_()), ("long_words", pa.bool_()),
 ])
 
 
@@ -87,55 +73,6 @@ class AllOf:
 @dataclass(frozen=True)
 class AnyOf:
     parts: tuple
-
-
-# -- grams -----------------------------------------------------------------------------------
-
-
-def gram_values(data: bytes, n: int = GRAM) -> np.ndarray:
-    """The byte n-grams (n <= 4) of `data`, ASCII letters folded first, as big-endian uint32."""
-    data = data.lower()
-    count = len(data) - n + 1
-    if count <= 0:
-        return np.empty(0, np.uint32)
-    if n == 4:  # four strided copies of 4-byte words: no arithmetic over the text
-        out = np.empty(count, np.uint32)
-        for k in range(4):
-            words = (len(data) - k) // 4
-            out[k::4] = np.frombuffer(data, ">u4", count=words, offset=k)[: len(out[k::4])]
-        return out
-    a = np.frombuffer(data, np.uint8).astype(np.uint32)
-    v = a[:count].copy()
-    for k in range(1, n):
-        v = (v << np.uint32(8)) | a[k : count + k]
-    return v
-
-
-def _hash(values: np.ndarray, multiplier: int, bits: int) -> np.ndarray:
-    """Multiplicative hashing of uint32 values to `bits` bits (uint32: usable as an index; an
-    intp copy would cost as much as the hashing)."""
-    out = np.multiply(values, np.uint32(multiplier))
-    return np.right_shift(out, np.uint32(32 - bits), out=out)
-
-
-class GramRule:
-    """Which filter bits a text sets: its hashed grams."""
-
-    def __init__(self, n: int = GRAM, bits: int = FILTER_BITS):
-        self.n, self.bits = n, bits
-
-    def positions(self, data: bytes) -> np.ndarray:
-        return _hash(gram_values(data, self.n), _MUL, self.bits)
-
-    def literal_positions(self, literal: Literal) -> np.ndarray | None:
-        """Filter bits every page containing `literal` has set; None: no usable gram."""
-        if literal.fold:  # only ASCII runs are safe under Unicode case mapping
-            runs = "".join(c if c < "\x80" else "\x00" for c in literal.text).split("\x00")
-            parts = [self.positions(r.encode("ascii")) for r in runs if len(r) >= self.n]
-        else:
-            parts = [self.positions(literal.text.encode("utf-8", "surrogatepass"))]
-        found = np.unique(np.concatenate(parts)) if parts else np.empty(0, np.intp)
-        return found if len(found) else None
 
 
 # -- building --------------------------------------------------------------------------------
@@ -206,8 +143,8 @@ def build_skip_index(folder: str | Path, *, snapshot: CorpusSnapshot | None = No
     """Build `folder/_skip/` for the snapshot's files (one pass over the Markdown pages).
 
     `jobs` worker processes summarise blocks of `block` pages (a multiple of 8) each (default
-    jobs: 2, or 1 below PARALLEL_FROM_PAGES pages); `bits.npy` and `pages.parquet` are the same
-    bytes whatever `jobs` and `block` are.
+    jobs: 2, or 1 below PARALLEL_FROM_PAGES pages); the files are the same bytes whatever `jobs`
+    and `block` are.
     """
     if block <= 0 or block % 8:
         raise ValueError(f"block must be a positive multiple of 8 pages, got {block}")
@@ -221,18 +158,23 @@ def build_skip_index(folder: str | Path, *, snapshot: CorpusSnapshot | None = No
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
-        matrix, text_bytes, unsafe = _summarise(folder, pages, formats, n, bits, max(1, int(jobs)), block)
-        np.save(tmp / "bits.npy", matrix)
+        found = _summarise(folder, pages, formats, n, bits, max(1, int(jobs)), block)
+        np.save(tmp / "bits.npy", found.matrix)
+        table, postings = found.words.finish()
+        write_words(tmp, table, postings)
         pq.write_table(pa.table({
             "file": [p.file for p in pages], "row_group": [p.row_group for p in pages],
             "first_row": [p.first_row for p in pages], "rows": [p.rows for p in pages],
             "offset": [p.offset for p in pages], "size": [p.size for p in pages],
-            "text_bytes": text_bytes, "fold_unsafe": unsafe,
+            "text_bytes": found.text_bytes, "fold_unsafe": found.unsafe, "long_words": found.long_words,
         }, schema=PAGES_SCHEMA), tmp / "pages.parquet")
         seconds = time.monotonic() - started
         size = sum(f.stat().st_size for f in tmp.iterdir())
         info = {"schema_version": SCHEMA_VERSION, "snapshot_id": snapshot.snapshot_id,
                 "gram": n, "filter_bits": bits, "pages": len(pages), "bytes": size,
+                "words": {"cap_pages": found.words.cap, "vocabulary": table.num_rows,
+                          "listed": int((table.column("pages").to_numpy() <= found.words.cap).sum()),
+                          "postings": len(postings)},
                 "files": [e.name for e in snapshot.files],
                 "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "build_seconds": round(seconds, 3)}
@@ -244,22 +186,30 @@ def build_skip_index(folder: str | Path, *, snapshot: CorpusSnapshot | None = No
     return SkipSummary(folder, len(pages), size, seconds)
 
 
+@dataclass
+class _Summaries:
+    matrix: np.ndarray  # the bit-sliced gram filters
+    text_bytes: np.ndarray  # per page
+    unsafe: np.ndarray  # per page: holds UNSAFE_FOLD text
+    long_words: np.ndarray  # per page: holds a word too long to list (or is unreadable)
+    words: WordCollector
+
+
 def _summarise(folder: Path, pages: list[_Page], formats: dict, n: int, bits: int, jobs: int,
-               block: int):
-    """The bit-sliced filters, each page's text bytes, and which pages hold UNSAFE_FOLD text.
+               block: int) -> _Summaries:
+    """Both summaries of every page, with its text bytes and flags.
 
     Blocks of `block` pages (a multiple of 8: a block fills whole bytes of every bit slice) are
-    summarised alone, in this process or in `jobs` spawned workers, and copied in place."""
-    matrix = np.zeros((1 << bits, (len(pages) + 7) // 8), np.uint8)
-    text_bytes = np.zeros(len(pages), np.int64)
-    unsafe = np.zeros(len(pages), bool)
-    if not pages:
-        return matrix, text_bytes, unsafe
+    summarised alone, in this process or in `jobs` spawned workers, and merged in page order."""
+    out = _Summaries(np.zeros((1 << bits, (len(pages) + 7) // 8), np.uint8), np.zeros(len(pages), np.int64),
+                     np.zeros(len(pages), bool), np.zeros(len(pages), bool), WordCollector(word_cap(len(pages))))
     tasks = []
     for lo in range(0, len(pages), block):
         part = pages[lo : lo + block]
         used = {(p.file, p.row_group) for p in part}
         tasks.append((str(folder), part, {k: formats[k] for k in used if k in formats}, n, bits))
+    if not tasks:
+        return out
     if jobs == 1:
         results = map(_summarise_block, *zip(*tasks))
         pool = None
@@ -267,51 +217,49 @@ def _summarise(folder: Path, pages: list[_Page], formats: dict, n: int, bits: in
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
         results = pool.map(_summarise_block, *zip(*tasks))
     try:
-        for lo, (packed, block_bytes, block_unsafe) in zip(range(0, len(pages), block), results):
-            matrix[:, lo // 8 : lo // 8 + packed.shape[1]] = packed
-            text_bytes[lo : lo + len(block_bytes)] = block_bytes
-            unsafe[lo : lo + len(block_unsafe)] = block_unsafe
+        for lo, (packed, text_bytes, unsafe, (vocab, word_pages, word_ids, long)) in zip(
+                range(0, len(pages), block), results):
+            out.matrix[:, lo // 8 : lo // 8 + packed.shape[1]] = packed
+            out.text_bytes[lo : lo + len(text_bytes)] = text_bytes
+            out.unsafe[lo : lo + len(unsafe)] = unsafe
+            out.long_words[lo : lo + len(long)] = long
+            out.words.add(vocab, word_pages, word_ids, lo)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
-    return matrix, text_bytes, unsafe
+    return out
 
 
 def _summarise_block(folder: str, pages: list[_Page], formats: dict, n: int, bits: int):
-    """One block's bit slices (uint8 [2**bits, ceil(len(pages)/8)]), text bytes, unsafe flags."""
+    """One block's bit slices (uint8 [2**bits, ceil(len(pages)/8)]), text bytes, unsafe flags
+    and words (`skipwords.BlockWords`)."""
     rule = GramRule(n, bits)
     slots = 1 << bits
     fds = {name: os.open(Path(folder) / name, os.O_RDONLY) for name in {p.file for p in pages}}
     packed = np.zeros((slots, (len(pages) + 7) // 8), np.uint8)
     text_bytes = np.zeros(len(pages), np.int64)
     unsafe = np.zeros(len(pages), bool)
+    words = BlockWords(len(pages))
     try:
         for lo in range(0, len(pages), CHUNK):
             chunk = np.zeros((CHUNK, slots), bool)  # a page's bits contiguous: cache-friendly sets
             for j, page in enumerate(pages[lo : lo + CHUNK]):
                 text = _page_text(page, fds, formats)
+                words.add(lo + j, text)
                 if text is None:  # never ruled out; its size bounds what reading it costs
                     chunk[j] = True
                     unsafe[lo + j] = True
                     text_bytes[lo + j] = page.size if page.offset < 0 else 8 * page.size
                     continue
                 text_bytes[lo + j] = len(text)
-                unsafe[lo + j] = _fold_unsafe(text)
+                unsafe[lo + j] = fold_unsafe(text)
                 chunk[j, rule.positions(text)] = True
             width = min(CHUNK // 8, packed.shape[1] - lo // 8)
             packed[:, lo // 8 : lo // 8 + width] = np.packbits(chunk, axis=0, bitorder="little").T[:, :width]
     finally:
         for fd in fds.values():
             os.close(fd)
-    return packed, text_bytes, unsafe
-
-
-def _fold_unsafe(text: bytes) -> bool:
-    """Does the UTF-8 `text` hold an UNSAFE_FOLD character? Its non-ASCII bytes alone are whole
-    characters in order (ASCII bytes are never part of one), so searching them is exact, and
-    5x cheaper than searching the page."""
-    rest = text.translate(None, _ASCII)
-    return bool(rest) and any(b in rest for b in _UNSAFE_BYTES)
+    return packed, text_bytes, unsafe, words.result()
 
 
 def _swap_in(tmp: Path, final: Path) -> None:
@@ -337,6 +285,8 @@ class SkipIndex:
         self.pages = pq.ParquetFile(base / "pages.parquet", pre_buffer=False).read(use_threads=False)
         self.count = self.pages.num_rows
         self.fold_unsafe = self.pages.column("fold_unsafe").to_numpy(zero_copy_only=False)
+        long_words = self.pages.column("long_words").to_numpy(zero_copy_only=False)
+        self.words = WordIndex(base, self.count, info["words"]["cap_pages"], long_words)
 
     @classmethod
     def open(cls, folder: str | Path, snapshot_id: str) -> SkipIndex:
@@ -347,7 +297,8 @@ class SkipIndex:
         """skip.json of a usable skipping index for `snapshot_id`; StaleIndexError otherwise."""
         folder = Path(folder)
         info_path = folder / SKIP_DIR / "skip.json"
-        fix = f"build it with `parquet-agent corpus index {folder} --skip-only`"
+        command = f"`parquet-agent corpus index {folder} --skip-only`"
+        fix = f"build it with {command}"
         if not info_path.exists():
             raise StaleIndexError(f"{folder} has no skipping index; {fix}")
         try:
@@ -356,7 +307,7 @@ class SkipIndex:
             raise StaleIndexError(f"{info_path} is not valid JSON ({exc}); {fix}") from exc
         if info.get("schema_version") != SCHEMA_VERSION:
             raise StaleIndexError(f"{info_path} has schema_version {info.get('schema_version')!r}, "
-                                  f"this version reads {SCHEMA_VERSION}; {fix}")
+                                  f"this version reads {SCHEMA_VERSION}; rebuild it with {command}")
         if info.get("snapshot_id") != snapshot_id:
             raise StaleIndexError(f"the skipping index in {folder / SKIP_DIR} was built for snapshot "
                                   f"{info.get('snapshot_id')}, not {snapshot_id}; {fix}")
@@ -365,21 +316,27 @@ class SkipIndex:
     def candidates(self, need) -> np.ndarray:
         """Boolean per page: True where the page may satisfy `need`."""
         if isinstance(need, Literal):
-            positions = self.rule.literal_positions(need)
-            if positions is None:
-                return np.ones(self.count, bool)
-            acc = np.bitwise_and.reduce(np.asarray(self.bits[np.sort(positions)]), axis=0)
-            found = np.unpackbits(acc, bitorder="little", count=self.count).astype(bool)
+            found = self._gram_candidates(need)
+            by_words = self.words.candidates(need.text, need.fold)
+            if by_words is not None:
+                found &= by_words
             return found | self.fold_unsafe if need.fold else found
         parts = [self.candidates(p) for p in need.parts]
         if isinstance(need, AllOf):
             return np.logical_and.reduce(parts) if parts else np.ones(self.count, bool)
         return np.logical_or.reduce(parts) if parts else np.zeros(self.count, bool)
 
+    def _gram_candidates(self, need: Literal) -> np.ndarray:
+        positions = self.rule.literal_positions(need.text, need.fold)
+        if positions is None:
+            return np.ones(self.count, bool)
+        acc = np.bitwise_and.reduce(np.asarray(self.bits[np.sort(positions)]), axis=0)
+        return np.unpackbits(acc, bitorder="little", count=self.count).astype(bool)
+
 
 def skip_index_exists(folder: str | Path) -> bool:
     return (Path(folder) / SKIP_DIR / "skip.json").exists()
 
 
-__all__ = ["AllOf", "AnyOf", "GramRule", "Literal", "SkipIndex", "SkipSummary", "build_skip_index",
-           "gram_values", "skip_index_exists"]
+__all__ = ["UNSAFE_FOLD", "AllOf", "AnyOf", "GramRule", "Literal", "SkipIndex", "SkipSummary",
+           "build_skip_index", "gram_values", "skip_index_exists"]

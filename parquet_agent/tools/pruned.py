@@ -7,8 +7,8 @@ can be answered from candidate pages: `prune.required_text` reads what the query
 `LIMIT` without `ORDER BY` sees the rows a scan would). The caller registers that table as
 `filings` in a connection that reads no file and runs the unchanged query on it.
 
-Every row the query could keep satisfies the requirement, and a page without the requirement's
-grams cannot hold such a row (corpus/skipindex.py), so the result is the scan's. When nothing is
+Every row the query could keep satisfies the requirement, and a page the index rules out (by its
+grams or its words) cannot hold such a row (corpus/skipindex.py), so the result is the scan's. When nothing is
 prunable, or the candidates are too many to be worth it or to fit the worker's limits, the query
 runs as a scan; `SkipReport` says which happened and why.
 """

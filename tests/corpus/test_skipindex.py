@@ -91,6 +91,8 @@ def test_a_parallel_build_writes_the_same_bytes_as_a_serial_one(corpus):
         info = json.loads((corpus / "_skip" / "skip.json").read_text())
         return {"bits": (corpus / "_skip" / "bits.npy").read_bytes(),
                 "pages": (corpus / "_skip" / "pages.parquet").read_bytes(),
+                "words": (corpus / "_skip" / "words.arrow").read_bytes(),
+                "postings": (corpus / "_skip" / "postings.npy").read_bytes(),
                 "info": {k: v for k, v in info.items() if k not in ("built_at", "build_seconds")}}
 
     serial = built(jobs=1)
@@ -101,3 +103,31 @@ def test_a_parallel_build_writes_the_same_bytes_as_a_serial_one(corpus):
     assert built(jobs=1, block=16) == serial
     with pytest.raises(ValueError, match="multiple of 8"):
         build_skip_index(corpus, block=12)
+
+
+def test_an_index_of_the_old_format_is_refused_with_the_command_that_rebuilds_it(corpus):
+    build_skip_index(corpus)
+    info_path = corpus / "_skip" / "skip.json"
+    info = json.loads(info_path.read_text())
+    info["schema_version"] = 1  # grams only: what main wrote before the word summary
+    info_path.write_text(json.dumps(info))
+    snapshot_id = CorpusSnapshot.take(corpus).snapshot_id
+    with pytest.raises(StaleIndexError, match=r"schema_version 1, this version reads 2; rebuild it with "
+                                              r"`parquet-agent corpus index .* --skip-only`"):
+        SkipIndex.open(corpus, snapshot_id)
+
+
+def test_the_word_summary_lists_rare_words_with_their_pages_and_common_ones_without(corpus):
+    build_skip_index(corpus)
+    skip = SkipIndex.open(corpus, CorpusSnapshot.take(corpus).snapshot_id)
+    info = skip.info["words"]
+    assert info["vocabulary"] > info["listed"] > 0 and info["postings"] > 0
+    words = skip.words.words.to_pylist()
+    assert words == sorted(words)
+    common = skip.words.start[words.index(b"revenue")]
+    assert common == -1 and skip.words.pages[words.index(b"revenue")] == skip.count
+    # filing 37's accession number: its first word is in that filing only, "25" is everywhere
+    one = skip.words.candidates("0000001037-25", False)
+    assert one.sum() == 1 and skip.candidates(Literal("0000001037-25")).sum() == 1
+    # words of a literal that are all common rule nothing out: None, not every page
+    assert skip.words.candidates("OF FILING", False) is None
