@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from parquet_agent.corpus import skipgrams as sg
 from parquet_agent.corpus import skipindex as sk
 from parquet_agent.corpus.snapshot import CorpusSnapshot
 
@@ -82,13 +83,13 @@ class StopGramRule(sk.GramRule):
         sample = pages[:: max(1, len(pages) // STOP_SAMPLE)]
         for text in sample:
             seen[:] = False
-            seen[sk._hash(sk.gram_values(text, n), _MUL_STOP, STOP_BITS)] = True
+            seen[sg.gram_hash(sk.gram_values(text, n), _MUL_STOP, STOP_BITS)] = True
             counts += seen
         self.stop = counts > share * len(sample)
 
     def positions(self, data):
         v = sk.gram_values(data, self.n)
-        return sk._hash(v[~self.stop[sk._hash(v, _MUL_STOP, STOP_BITS)]], sk._MUL, self.bits)
+        return sg.gram_hash(v[~self.stop[sg.gram_hash(v, _MUL_STOP, STOP_BITS)]], sg._MUL, self.bits)
 
 
 def bloom_design(pages, lits, n, bits, stop):
@@ -100,7 +101,7 @@ def bloom_design(pages, lits, n, bits, stop):
     per_page_ms = (time.perf_counter() - started) * 1000 / len(pages)
 
     def candidates(lit):
-        pos = rule.literal_positions(sk.Literal(lit.decode("utf-8")))
+        pos = rule.literal_positions(lit.decode("utf-8"), False)
         return np.ones(len(pages), bool) if pos is None else matrix[:, pos].all(axis=1)
 
     return {"design": f"bloom n={n} bits=2^{bits}" + (f" stop>{stop}" if stop else ""), "bytes_per_page": (1 << bits) // 8,

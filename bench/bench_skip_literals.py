@@ -9,11 +9,13 @@ Literals (deterministic for a `--seed`): `--companies` names drawn from the head
 `--places` places (street addresses, "City, ST 12345"), `--amounts` dollar amounts and table
 figures, `--phrases` two-word phrases.
 
-Truth (the scan): one in-process DuckDB pass over all the corpus files (`read_parquet`, nothing
-pruned) gives, per literal, the filings and the `parsed_md` pages (data pages, as the layout
-writes them) that contain it, case-sensitively and case-insensitively (`contains(lower(md),
-lower(lit))`, what ILIKE computes), with the count and an xor of `hash(file_stem)` of the matched
-rows.
+Truth (the scan): one pass over every row of the corpus files (pyarrow's row-group reader, not
+the index's page reader) finds all literals at once (Aho-Corasick, `pip install pyahocorasick`):
+per literal the filings and the `parsed_md` data pages holding it, case-sensitively (contains,
+LIKE, regexp) and after lower-casing both (ILIKE; Python's `str.lower`, which agrees with DuckDB's
+`lower` on this corpus's characters: a disagreement would show as a mismatch below), with the
+count and the xor of DuckDB's `hash(file_stem)` of the matched rows. A DuckDB scan per literal
+(17-60 CPU s each at full scale) is out of reach for hundreds of literals; this pass is one.
 
 Per literal and shape (`contains`, `LIKE '%..%'`, `ILIKE '%..%'`, `regexp_matches` of the escaped
 literal) the query `SELECT count(*), bit_xor(hash(file_stem)) FROM filings WHERE <shape>` goes
@@ -24,7 +26,9 @@ through the tool only with `--run-scans` (at full scale every scan times out at 
 query is pruned is decided in process by the same rule the worker applies and checked against
 the tool's own report for every query that runs.
 
-Pruning ratio = pages of `parsed_md` / pages read (1 for a scan). Reported: every literal, and
+Pruning ratio = pages of `parsed_md` / pages read (1 for a scan). Each query also gets the ratio
+the grams alone give (`grams_only_ratio`, decided in process from the same bit slices: what the
+index of schema_version 1 read), so one run gives before and after. Reported: every literal, and
 p10 / median / p90 of the ratio per selectivity band (share of filings matched) and shape.
 """
 
@@ -199,19 +203,24 @@ def truth(folder: Path, files: list[str], literals: list[dict]) -> tuple[int, in
 # -- through the tool --------------------------------------------------------------------------
 
 
-def predicted(con: duckdb.DuckDBPyConnection, sql: str, skip: SkipIndex) -> tuple[bool, int]:
-    """(pruned?, pages read) as the worker decides it (`tools/pruned.py`'s rule)."""
+def predicted(con: duckdb.DuckDBPyConnection, sql: str, skip: SkipIndex, *, words: bool = True) -> tuple[bool, int]:
+    """(pruned?, pages read) as the worker decides it (`tools/pruned.py`'s rule); by the grams
+    alone when not `words` (what the index of schema_version 1 decided)."""
     ((tree,),) = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchall()
     need = required_text(json.loads(tree))
     if need is None:
         return False, skip.count
-    chosen = np.flatnonzero(skip.candidates(need))
+    chosen = np.flatnonzero(skip.candidates(need, words=words))
     sizes = skip.pages.column("text_bytes").to_numpy()
     text_bytes = int(sizes[chosen].sum())
     limit = max(pruned_module.MAX_CANDIDATE_SHARE * int(sizes.sum()), pruned_module.SMALL_TEXT)
     if text_bytes > limit or text_bytes > pruned_module.MAX_CANDIDATE_TEXT:
         return False, skip.count
     return True, len(chosen)
+
+
+def _ratio(skip: SkipIndex, pruned: bool, pages_read: int) -> float:
+    return round(skip.count / max(pages_read, 1), 2) if pruned else 1.0
 
 
 def measure(folder: Path, literals: list[dict], total_filings: int, run_scans: bool) -> None:
@@ -226,8 +235,9 @@ def measure(folder: Path, literals: list[dict], total_filings: int, run_scans: b
                 side = "ci" if shape == "ilike" else "cs"
                 expected = item["truth"][side]
                 pruned, pages_read = predicted(con, sql, skip)
-                record = {"pruned": pruned, "pages_read": pages_read,
-                          "ratio": round(skip.count / max(pages_read, 1), 2) if pruned else 1.0}
+                grams = predicted(con, sql, skip, words=False)
+                record = {"pruned": pruned, "pages_read": pages_read, "ratio": _ratio(skip, pruned, pages_read),
+                          "grams_only_ratio": _ratio(skip, *grams)}
                 if pruned or run_scans:
                     result = tools.call("sql", query=sql)
                     record.update(run_ms=round(result.timings.run_ms, 1), ok=result.ok,
@@ -261,6 +271,7 @@ def bands(literals: list[dict]) -> list[dict]:
                "categories": {c: sum(x["category"] == c for x in inside) for c in CATEGORIES}}
         for shape in SHAPES:
             row[shape] = _stats([x["shapes"][shape]["ratio"] for x in inside])
+            row[f"{shape}_grams_only"] = _stats([x["shapes"][shape]["grams_only_ratio"] for x in inside])
         out.append(row)
     absent = [x for x in literals if x["truth"]["cs"]["filings"] == 0]
     out.append({"band": "in no filing (case-sensitive)", "literals": len(absent),

@@ -313,15 +313,16 @@ class SkipIndex:
                                   f"{info.get('snapshot_id')}, not {snapshot_id}; {fix}")
         return info
 
-    def candidates(self, need) -> np.ndarray:
-        """Boolean per page: True where the page may satisfy `need`."""
+    def candidates(self, need, *, words: bool = True) -> np.ndarray:
+        """Boolean per page: True where the page may satisfy `need` (by the grams alone when not
+        `words`: what an index of schema_version 1 said)."""
         if isinstance(need, Literal):
             found = self._gram_candidates(need)
-            by_words = self.words.candidates(need.text, need.fold)
+            by_words = self.words.candidates(need.text, need.fold) if words else None
             if by_words is not None:
                 found &= by_words
             return found | self.fold_unsafe if need.fold else found
-        parts = [self.candidates(p) for p in need.parts]
+        parts = [self.candidates(p, words=words) for p in need.parts]
         if isinstance(need, AllOf):
             return np.logical_and.reduce(parts) if parts else np.ones(self.count, bool)
         return np.logical_or.reduce(parts) if parts else np.zeros(self.count, bool)

@@ -32,6 +32,10 @@ AWKWARD = [
     # only the non-ASCII spelling is in the text: DuckDB's lower('İZMİR') is 'izmir', RE2 folds
     # the Kelvin sign to 'k' and 'ſ' to 's' (a summary of ASCII-folded bytes alone would miss them)
     "Port of İZMİR, Türkiye", "cooled to 300 KELVIN here", "the ſtrasse ſtreet",
+    # words, not grams, rule pages out for these (corpus/skipwords.py): whole and partial words,
+    # figures, case variants, a non-ASCII letter glued to a word
+    "Calancor Corporation paid $1,234,567.89 in cash", "XCalancor Corporations", "CALANCOR corporation",
+    "Çalancor Corporation", "Zentrix İNDUSTRIES",
 ]
 # ASCII spellings that match those rows only through Unicode case mapping
 TWINS = ["izmir", "port of izmir", "300 kelvin", "KELVIN here", "strasse", "the strasse street",
@@ -161,7 +165,7 @@ def test_pruned_queries_equal_scans_row_for_row(corpus):
         # a name in four rows (planted inside two texts and as two rows of their own, once inside
         # longer words) is read from their pages only
         name = skip.call("sql", query=SHAPES[0]("Calancor Corporation", ""))
-        assert name.output["row_count"] == 4
+        assert name.output["row_count"] == 4, (name.output, name.error)
         assert name.skip_index["used"] and name.skip_index["pages_read"] <= 5
     # the property is not vacuous: many queries were answered from candidate pages only
     assert used > LITERALS // 4
