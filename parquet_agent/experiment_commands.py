@@ -86,11 +86,12 @@ def _run(args: argparse.Namespace) -> int:
         quiet=args.quiet)
 
 
-def _execute(command: list[str], start, estimates=None, *, quiet: bool = False) -> int:
-    """Run `start()`, then print the summary, the actual cost against the estimate and what
-    did not finish; the exit status says how it went (0 all finished, 1 cases failed or
-    unfinished, 130 interrupted). `quiet`: nothing on stdout; what went wrong still goes to
-    stderr."""
+def _execute(command: list[str], start, estimates=None, *, quiet: bool = False,
+             note: str | None = None) -> int:
+    """Run `start()`, then print the summary (and `note` after it), the actual cost against
+    the estimate and what did not finish; the exit status says how it went (0 all finished,
+    1 cases failed or unfinished, 130 interrupted). `quiet`: nothing on stdout; what went
+    wrong still goes to stderr."""
     from parquet_agent.errors import MachineFault, RunInterrupted
 
     try:
@@ -107,6 +108,8 @@ def _execute(command: list[str], start, estimates=None, *, quiet: bool = False) 
         return 2
     if not quiet:
         _print_result(run)
+        if note:
+            print(note)
     if estimates is not None:
         from parquet_agent.estimate import check_text
 
@@ -172,6 +175,16 @@ def _grouped(reasons, status: str) -> list[tuple[int, str, str]]:
     return sorted(((n, status, r) for r, n in counts.items()), key=lambda g: (-g[0], g[2]))
 
 
+DEMO_NOTE = """
+About these scores: the offline baseline is a keyword policy, not a language model, judged by the
+offline rubric judge; it needs no network or key and is expected to score low (below 20
+correctness on this sample): the demo shows the harness end to end. No real model has been run
+on these sample questions yet, so there is no figure to set beside it; on FinanceBench, where
+the paper's human labels exist, GPT-4 Turbo answered 18.6 % of the shared-store questions
+correctly and this baseline under 3 % (docs/financebench.md). To try a model: add a [[models]]
+table to configs/demo.toml (README, "Experiments") and `parquet-agent run configs/demo.toml`."""
+
+
 def demo_config(data: Path, runs: Path, sample_n: int | None = None) -> ExperimentConfig:
     sample = {"n": sample_n, "seed": 7} if sample_n else "all"
     return ExperimentConfig.from_dict({
@@ -194,7 +207,7 @@ def _demo(args: argparse.Namespace) -> int:
     command = ["parquet-agent", "demo", "--data", str(args.data), "--runs", str(args.runs)]
     command += ["--sample", str(args.sample)] if args.sample else []
     return _execute(command, lambda: experiment.run(run_dir, resume=args.resume),
-                    quiet=args.quiet)
+                    quiet=args.quiet, note=DEMO_NOTE)
 
 
 def _latest_unfinished(runs: Path, name: str) -> Path:
