@@ -1,9 +1,12 @@
-"""Terminal plumbing shared by the commands: what to do when the reader of stdout goes away."""
+"""Terminal plumbing shared by the commands: what to do when the reader of stdout goes away,
+and progress lines for long loops."""
 
 from __future__ import annotations
 
 import os
 import sys
+import time
+from typing import TextIO
 
 
 def stdout_closed() -> int:
@@ -15,3 +18,23 @@ def stdout_closed() -> int:
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
     return 141
+
+
+class CountLines:
+    """`progress(done, total, what)` as lines on stderr: `<prefix>: 3/16 judged (what)`, the
+    first and the last always, at most one a second between, so a long loop shows it is alive
+    without flooding a log."""
+
+    def __init__(self, prefix: str, verb: str, *, every_s: float = 1.0,
+                 stream: TextIO | None = None):
+        self.prefix, self.verb, self.every_s = prefix, verb, every_s
+        self.stream = stream if stream is not None else sys.stderr
+        self._last = -every_s
+
+    def __call__(self, done: int, total: int, what: str = "") -> None:
+        now = time.monotonic()
+        if 0 < done < total and now - self._last < self.every_s:
+            return
+        self._last = now
+        detail = f" ({what})" if what else ""
+        print(f"{self.prefix}: {done}/{total} {self.verb}{detail}", file=self.stream, flush=True)

@@ -13,6 +13,8 @@ awaits it (a run with `[judge] batch = true` that stopped before its batch retur
 with `--batch` (the batch the run created is polled again, never paid twice; see
 `store.pending`), else one request at a time. Their judgments go into the case journals, as
 the run would have written them.
+
+Progress goes to stderr as it judges (`judge: 3/16 judged (case)`, at most a line a second).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from parquet_agent.console import CountLines
 from parquet_agent.errors import UsageError
 
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
@@ -79,7 +82,7 @@ def _judge(args: argparse.Namespace) -> int:
     run_dir = args.run_dir.resolve()
     with RunStore(run_dir.parent).open(run_dir, writable=True) as run:
         result = run.rejudge(judge, cases=args.cases, repeat=args.repeat, batch=args.batch,
-                             primary=args.primary)
+                             primary=args.primary, progress=CountLines("judge", "judged"))
     print(f"judging {result.judging}: {len(result.judged)} judged now, {result.already} before")
     for key, why in list(result.pending.items())[:20]:
         print(f"  pending {key}: {why}")
@@ -108,7 +111,8 @@ def _judge_awaiting(args: argparse.Namespace) -> int:
             return 0
         judge = config_judge(config, build_model_or_judge(config.judge, None))
         result = judge_pending(run, judge, batch=args.batch,
-                               polling=Polling(max_wait_s=config.judge.batch_wait_s))
+                               polling=Polling(max_wait_s=config.judge.batch_wait_s),
+                               progress=CountLines("judge", "judged"))
     print(f"the run's judge {judge.model.name}: "
           + result.summary("by batch" if args.batch else "one at a time"))
     for cid, why in list(result.pending.items())[:20]:

@@ -35,7 +35,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from parquet_agent.errors import RunError
 from parquet_agent.files import atomic_write_bytes, utc_now
@@ -109,11 +109,15 @@ def _original_input(run: Run, path: str) -> dict[str, Any] | None:
         return None
 
 
+Progress = Callable[[int, int, str], None]  # (judged so far, to judge, what): a command's lines
+
+
 def rejudge(run: Run, judge: Judge, *, cases: Iterable[str] | None = None, repeat: int = 1,
-            batch: bool = False, primary: bool = False,
-            polling: Polling = Polling()) -> JudgingResult:
+            batch: bool = False, primary: bool = False, polling: Polling = Polling(),
+            progress: Progress | None = None) -> JudgingResult:
     """Judge `cases` (default: every case with a final answer) `repeat` times; see the module
-    docstring. `run` must be writable. Raises RunError for an unknown case id."""
+    docstring. `run` must be writable. Raises RunError for an unknown case id. `progress` is
+    told before the first request and after each judgment (a batch: before and after)."""
     if not run.writable:
         raise RunError(f"{run.dir}: open the run writable to re-judge it")
     if repeat < 1:
@@ -129,12 +133,13 @@ def rejudge(run: Run, judge: Judge, *, cases: Iterable[str] | None = None, repea
             indent=1).encode())
     journal = Journal(folder / f"{jid}.jsonl")
     try:
-        return _judge_cases(run, judge, jid, journal, cases, repeat, batch, primary, polling)
+        return _judge_cases(run, judge, jid, journal, cases, repeat, batch, primary, polling,
+                            progress or (lambda done, total, what: None))
     finally:
         journal.close()
 
 
-def _judge_cases(run, judge, jid, journal, cases, repeat, batch, primary, polling):
+def _judge_cases(run, judge, jid, journal, cases, repeat, batch, primary, polling, progress):
     known = set(run.case_ids())
     wanted = list(cases) if cases is not None else sorted(known)
     unknown = [c for c in wanted if c not in known]
@@ -153,6 +158,7 @@ def _judge_cases(run, judge, jid, journal, cases, repeat, batch, primary, pollin
                 todo[f"{cid}/rejudge-{jid}-r{k:02d}"] = (cid, k, inp, notes)
     pending: dict[str, str] = {}
     judged: list[str] = []
+    progress(0, len(todo), f"{len(done)} judged before" if done else "")
     if batch:
         verdicts, waiting = judge_in_batches(
             judge, {label: t[2] for label, t in todo.items()}, run.raw,
@@ -162,11 +168,14 @@ def _judge_cases(run, judge, jid, journal, cases, repeat, batch, primary, pollin
                              for e in _events(v, jid, *todo[label][:2], todo[label][3])])
         judged = [f"{todo[label][0]}#{todo[label][1]}" for label in verdicts]
         pending = {f"{todo[label][0]}#{todo[label][1]}": why for label, why in waiting.items()}
+        progress(len(judged), len(todo), f"by batch, {len(pending)} pending" if pending else
+                 "by batch")
     else:
         for label, (cid, k, inp, notes) in todo.items():
             verdict = judge.judge(inp, sink=run.raw, label=label)
             journal.append_many(_events(verdict, jid, cid, k, notes))
             judged.append(f"{cid}#{k}")
+            progress(len(judged), len(todo), f"{cid}, repeat {k}" if repeat > 1 else cid)
     if primary:
         set_primary(run, jid)
     return JudgingResult(jid, tuple(judged), len(done), pending, skipped)

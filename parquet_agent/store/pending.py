@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING
 from parquet_agent.errors import ModelCallError
 from parquet_agent.judge.batch import judge_in_batches
 from parquet_agent.models.batch import FileLedger, Polling
-from parquet_agent.store.judging import JUDGMENTS_DIR, RUN_JUDGE, case_input, verdict_events
+from parquet_agent.store.judging import (JUDGMENTS_DIR, RUN_JUDGE, Progress, case_input,
+                                         verdict_events)
 
 if TYPE_CHECKING:
     from parquet_agent.judge import Judge
@@ -61,20 +62,24 @@ def awaiting_cases(run: Run) -> list[str]:
     return [c.case_id for c in run.fold().cases if c.awaiting_judgment]
 
 
-def judge_pending(run: Run, judge: Judge, *, batch: bool = True,
-                  polling: Polling = Polling()) -> PendingResult:
+def judge_pending(run: Run, judge: Judge, *, batch: bool = True, polling: Polling = Polling(),
+                  progress: Progress | None = None) -> PendingResult:
     """Judge every case awaiting the run's judge: by batch (default), or one request at a time
     (`batch=False`). A batch that cannot be sent or polled (an HTTP error the SDK could not
-    get past) leaves every case pending with the error; nothing is lost."""
+    get past) leaves every case pending with the error; nothing is lost. `progress(done,
+    total, what)` is told before the first request and after each judgment (a batch: after it)."""
     labels = {f"{cid}/judge": cid for cid in awaiting_cases(run)}
     inputs = {}
     for label, cid in labels.items():
         inp, _, _ = case_input(run, cid)
         if inp is not None:
             inputs[label] = inp
+    tell = progress or (lambda done, total, what: None)
+    tell(0, len(inputs), "by batch" if batch else "")
     if not batch:
-        for label, inp in inputs.items():
+        for n, (label, inp) in enumerate(inputs.items(), 1):
             _record(run, labels[label], judge.judge(inp, sink=run.raw, label=label), judge)
+            tell(n, len(inputs), labels[label])
         return PendingResult(tuple(labels[label] for label in inputs))
     try:
         verdicts, waiting = judge_in_batches(
@@ -85,6 +90,7 @@ def judge_pending(run: Run, judge: Judge, *, batch: bool = True,
                                   f"{exc}" for label in inputs})
     for label, verdict in verdicts.items():
         _record(run, labels[label], verdict, judge)
+    tell(len(verdicts), len(inputs), "by batch")
     return PendingResult(tuple(labels[label] for label in verdicts),
                          {labels[label]: why for label, why in waiting.items()})
 

@@ -421,16 +421,17 @@ class Run:
     # -- judging ------------------------------------------------------------------------------
 
     def rejudge(self, judge: Any, *, cases: Any = None, repeat: int = 1, batch: bool = False,
-                primary: bool = False, polling: Any = None) -> Any:
+                primary: bool = False, polling: Any = None, progress: Any = None) -> Any:
         """Judge saved cases again with `judge` (a `Judge`, or a model it wraps), appending
-        judgments with their provenance; nothing recorded changes (see `store.judging`)."""
+        judgments with their provenance; nothing recorded changes (see `store.judging`;
+        `progress(done, total, what)` follows it)."""
         from parquet_agent.judge import Judge
         from parquet_agent.models.batch import Polling
         from parquet_agent.store.judging import rejudge
 
         judge = judge if isinstance(judge, Judge) else Judge(judge)
         return rejudge(self, judge, cases=cases, repeat=repeat, batch=batch, primary=primary,
-                       polling=polling or Polling())
+                       polling=polling or Polling(), progress=progress)
 
     def judgings(self) -> dict[str, dict[str, Any]]:
         """Every re-judging of this run: id -> judge provenance, created_at, batch."""

@@ -48,3 +48,11 @@ def test_the_agreement_section_shows_without_console_errors(rejudged, page):
     expect(page.locator("table.agreement").first).to_contain_text("rubric")
     assert page.errors == []
     assert [u for u in page.requests if not u.startswith("file://")] == []
+
+
+def test_judge_prints_its_progress_on_stderr(rejudged):
+    """Issue 27 item 7: `judge` printed nothing until it was done."""
+    _, done = rejudged
+    lines = [line for line in done.stderr.splitlines() if line.startswith("judge: ")]
+    assert lines[0] == "judge: 0/12 judged", done.stderr  # 6 cases x 2 repeats
+    assert lines[-1].startswith("judge: 12/12 judged (") and "repeat 2" in lines[-1], lines
