@@ -14,6 +14,7 @@ import sys
 
 from parquet_agent.console import stdout_closed
 from parquet_agent.errors import ParquetAgentError, describe_os_error
+from parquet_agent.escape import terminal
 
 # Modules that contribute subcommands, in help order. Each has `register(subparsers)`.
 _COMMAND_MODULES = (
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.handler(args) or 0)
     except ParquetAgentError as exc:
-        print(f"parquet-agent: {exc}", file=sys.stderr)
+        print(f"parquet-agent: {terminal(exc)}", file=sys.stderr)  # may quote data: no escapes
         return 2
     except BrokenPipeError:  # `... | head` stopped reading: not an error of ours
         return stdout_closed()

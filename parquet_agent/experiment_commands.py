@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from parquet_agent.corpus.sample import ensure_sample
+from parquet_agent.escape import terminal
 from parquet_agent.experiment_config import ExperimentConfig
 
 
@@ -145,7 +146,7 @@ def _print_failures(run, command: list[str]) -> int:
         print(f"\n{state.counts_text()} cases, but the judge scored none of the "
               f"{len(unscored)} answers. Why:", file=sys.stderr)
     for count, status, reason in groups:
-        print(f"  {count:>5} x {status}: {reason}", file=sys.stderr)
+        print(f"  {count:>5} x {status}: {terminal(reason)}", file=sys.stderr)
     if groups:
         print(f"rerun what did not finish: {resume_command(command, run.dir, retry_failed=state.failed > 0)}",
               file=sys.stderr)
@@ -241,7 +242,7 @@ def _runs(args: argparse.Namespace) -> int:
         "created": listing["created_at"].fillna("").str.slice(0, 19)})
     with pd.option_context("display.width", 200, "display.max_columns", 20,
                            "display.max_colwidth", 60):
-        print(table.to_string(index=False, na_rep="-"))
+        print(terminal(table.to_string(index=False, na_rep="-")))
     return 0
 
 

@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "parquet_agent"
 # public names, imported on first use) belong to the cli layer.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shared", ("parquet_agent.errors", "parquet_agent.files", "parquet_agent.memory",
-                "parquet_agent.checks",
+                "parquet_agent.checks", "parquet_agent.escape",
                 "parquet_agent.stats", "parquet_agent.progress", "parquet_agent.console")),
     ("corpus", ("parquet_agent.corpus",)),
     ("models", ("parquet_agent.models",)),

@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from parquet_agent.escape import terminal
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     audit = subparsers.add_parser("audit", help="audit the data quality of any Parquet dataset")
@@ -74,7 +76,8 @@ def _run(args: argparse.Namespace) -> int:
     progress = None if args.quiet else _Progress()
     report = Auditor(config, store=args.store, progress=progress).run(
         args.dataset, run_dir=args.run_dir, resume=args.resume, lineage=args.lineage)
-    print(json.dumps(report.to_json(), indent=1, default=str) if args.json else report.text())
+    print(json.dumps(report.to_json(), indent=1, default=str) if args.json
+          else terminal(report.text()))
     page = report.run_dir / "report.html"
     if not args.json and page.is_file():
         print(f"report: {page}")
@@ -94,21 +97,22 @@ class _Progress:
         if line.startswith("step ") and now - self.last < self.every_s:
             return
         self.last = now
-        print(f"audit: {line}", file=sys.stderr, flush=True)
+        print(f"audit: {terminal(line)}", file=sys.stderr, flush=True)
 
 
 def _inspect(args: argparse.Namespace) -> int:
     from parquet_agent.audit.inspect import inspect_finding, inspect_run
 
     report = _load(args.run_dir)
-    print(inspect_finding(report, args.finding) if args.finding else inspect_run(report, args.full))
+    print(terminal(inspect_finding(report, args.finding) if args.finding
+                   else inspect_run(report, args.full)))
     return 0
 
 
 def _diff(args: argparse.Namespace) -> int:
     from parquet_agent.audit.inspect import diff_runs
 
-    print(diff_runs(_load(args.run_a), _load(args.run_b)))
+    print(terminal(diff_runs(_load(args.run_a), _load(args.run_b))))
     return 0
 
 
@@ -117,8 +121,8 @@ def _plant(args: argparse.Namespace) -> int:
 
     manifest = plant(args.dataset, args.out, seed=args.seed, rate=args.rate)
     for d in manifest["defects"]:
-        print(f"{d['id']:24} {d['category']:14} {','.join(d['columns']):22} "
-              f"{len(d['rows']):5} rows  {d['operation']}")
+        print(terminal(f"{d['id']:24} {d['category']:14} {','.join(d['columns']):22} "
+                       f"{len(d['rows']):5} rows  {d['operation']}"))
     print(f"manifest: {args.out / MANIFEST}")
     return 0
 
@@ -128,7 +132,7 @@ def _score(args: argparse.Namespace) -> int:
 
     result = score(_load(args.run_dir), load_manifest(args.truth),
                    clean=_load(args.clean) if args.clean else None)
-    print(json.dumps(result.to_json(), indent=1) if args.json else result.table())
+    print(json.dumps(result.to_json(), indent=1) if args.json else terminal(result.table()))
     return 0
 
 

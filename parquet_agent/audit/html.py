@@ -1,7 +1,7 @@
 """report.html of an audit run: findings with their SQL, counts, examples and gate records;
 dismissed findings; the diff; every evaluation; the step trace.
 
-One self-contained static page: every string from the data is HTML-escaped (`html.escape`), the
+One self-contained static page: every value from the data goes through `escape.html_text`, the
 page has no script at all, and its Content-Security-Policy allows only its own inline style (by
 hash), so hostile cell text can neither run nor fetch anything.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from html import escape
 from typing import Any
 
 from parquet_agent.audit.finding import Finding
+from parquet_agent.escape import html_text
 
 _CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 h1{font-size:1.4em}h2{margin-top:1.6em;border-bottom:1px solid #ccc}
@@ -30,9 +30,7 @@ def _csp() -> str:
 
 
 def escape_text(value: Any) -> str:
-    if not isinstance(value, str):
-        value = json.dumps(value, ensure_ascii=False, default=str)
-    return escape(value, quote=True)
+    return html_text(value)
 
 
 def table_html(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
@@ -48,8 +46,7 @@ def table_html(rows: list[dict[str, Any]], columns: list[str] | None = None) -> 
 def _cell(column: str, value: Any) -> str:
     if column == "verdict" and value in ("PASS", "WARN", "FAIL"):
         return f'<span class="{value}">{value}</span>'
-    text = escape_text(value if value is not None else "")
-    return text[:2000]
+    return html_text(value if value is not None else "", 2000)
 
 
 def evaluations_table(evaluations: list[dict] | tuple) -> str:
@@ -62,7 +59,7 @@ def finding_html(f: Finding) -> str:
     low, high = ev.interval()
     return (
         f"<details open><summary><span class='sev'>[{escape_text(f.severity)}]</span> <code>{escape_text(f.key)}</code> "
-        f"{escape_text(f.category)}: {escape_text(f.title)} — {ev.count} of {ev.denominator} "
+        f"{escape_text(f.category)}: {escape_text(f.title)} — {escape_text(ev.count)} of {escape_text(ev.denominator)} "
         f"({ev.fraction:.3%}, 95% {low:.3%}–{high:.3%})</summary>"
         f"<p>columns: <code>{escape_text(', '.join(f.columns))}</code>; severity by rule: "
         f"{escape_text(f.derived_severity)}{'; lowered: ' + escape_text(f.severity_reason) if f.severity_reason else ''}"

@@ -25,6 +25,7 @@ from parquet_agent.audit.events import AUDIT_EVENTS
 from parquet_agent.audit.finding import Finding
 from parquet_agent.audit.state import AuditState
 from parquet_agent.errors import UsageError
+from parquet_agent.escape import csv_cell
 from parquet_agent.files import atomic_write_bytes
 from parquet_agent.store.journal import read_journal
 
@@ -176,7 +177,7 @@ def write_exports(report: AuditReport) -> None:
     writer = csv.DictWriter(buffer, fieldnames=list(CSV_COLUMNS))
     writer.writeheader()
     for finding in report.findings:
-        writer.writerow(_row(finding))
+        writer.writerow({k: csv_cell(v) for k, v in _row(finding).items()})
     atomic_write_bytes(report.run_dir / "findings.csv", buffer.getvalue().encode())
     from parquet_agent.audit.html import render
 

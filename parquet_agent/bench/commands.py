@@ -21,6 +21,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from parquet_agent.escape import csv_frame
+
 
 def run_financebench(args: argparse.Namespace) -> int:
     from parquet_agent.bench.financebench import build_pack
@@ -42,7 +44,7 @@ def run_compare(args: argparse.Namespace) -> int:
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         print(comparison_summary(df).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     if args.csv:
-        df.to_csv(args.csv, index=False)
+        csv_frame(df).to_csv(args.csv, index=False)
         print(f"paired rows: {args.csv}")
     if args.chart:
         comparison_chart(df).write_html(args.chart, include_plotlyjs=True)
@@ -79,7 +81,7 @@ def run_judge_labels(args: argparse.Namespace) -> int:
         print(matrix.to_string())
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        rows.to_csv(out / "judgments.csv", index=False)
+        csv_frame(rows).to_csv(out / "judgments.csv", index=False)
         print(f"judged rows: {out / 'judgments.csv'}")
     return 0
 

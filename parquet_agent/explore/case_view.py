@@ -12,8 +12,9 @@ Sections (numbered and titled exactly as in `report/assets/report.js`):
   5. Judge: request, raw response, scores, rationale
   6. API attempts, with the raw file of each (and how to print it: `parquet-agent raw RUN PATH`)
 
-Every string from a record is untrusted (model output, filing text): it is HTML-escaped here,
-and control and bidi characters are shown as visible `⟨U+XXXX⟩` marks, as report.html does.
+Every string from a record is untrusted (model output, filing text): it goes through
+`escape.html_text` (control and bidi characters as visible `<U+XXXX>` marks, then HTML-escaped,
+as report.html shows them), and one text shows at most `SHOWN` characters.
 Files: the case JSON and the journal are named by their path in the run folder, never linked
 as `file://` (Chromium refuses those inside JupyterLab: "Not allowed to load local resource");
 `CaseExplorer` serves them, and every raw file, through the kernel ("Files of this case"). Raw
@@ -23,13 +24,14 @@ Timings are shown rounded (`ms`): 0.1 ms under 10 ms, whole ms above.
 
 from __future__ import annotations
 
-import html
 import json
-import re
 from pathlib import Path
 from typing import Any, Iterable
 
+from parquet_agent.escape import html_text
 from parquet_agent.report.case_record import TOOL_COUNT_FIELDS
+
+SHOWN = 20_000  # characters of one text shown
 
 SECTION_TITLES = (
     "Question, reference, model, status, answer",
@@ -39,9 +41,6 @@ SECTION_TITLES = (
     "Judge: request, raw response, scores, rationale",
     "API attempts",
 )
-# the characters report.js marks as ⟨U+XXXX⟩: they could hide or reorder what an auditor reads
-_ODD = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u00ad\u061c"
-                  "\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]")
 _PRE = "white-space:pre-wrap;overflow-wrap:anywhere;max-height:24em;overflow:auto;" \
        "background:#f6f8fa;padding:4px;margin:2px 0;font-size:12px"
 
@@ -51,11 +50,11 @@ _VALUE = _CELL + ";overflow-wrap:anywhere"  # a sha256, a path: long words break
 
 
 def esc(value: Any) -> str:
-    """Escaped, with odd characters made visible; None shows as an em dash."""
+    """`escape.html_text` of the value's text, cut at SHOWN characters (the rest is in the case
+    record and raw files: a megabyte answer must not stall the notebook); None is an em dash."""
     if value is None:
         return "\u2014"
-    text = _ODD.sub(lambda m: f"\u27e8U+{ord(m.group()):04X}\u27e9", str(value))
-    return html.escape(text, quote=True)
+    return html_text(str(value), SHOWN)
 
 
 def _pre(text: Any) -> str:

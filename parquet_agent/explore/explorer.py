@@ -22,7 +22,6 @@ come from `explore.source.CaseSource` (the exports, or the report's `build_case`
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 import ipywidgets as W
 
 from parquet_agent.errors import UsageError
+from parquet_agent.escape import html_text
 from parquet_agent.explore.case_view import render_case
 from parquet_agent.explore.source import CaseSource
 from parquet_agent.report.corpus_audit import audits_section, corpus_audits
@@ -94,7 +94,7 @@ class CaseExplorer(W.VBox):
         self.raw_view = W.Output(layout=W.Layout(max_height="30em", overflow="auto"))
         self.audits = corpus_audits(self.run_dir, audit)
         self.findings = W.HTML()
-        header = W.HTML(f"<b>Run</b> {html.escape(self.cases.run_id)} · "
+        header = W.HTML(f"<b>Run</b> {html_text(self.cases.run_id)} · "
                         f"{len(idx)} cases · records from "
                         f"{'the exports' if self.cases.from_exports else 'the journals'}")
         wrap = {"layout": W.Layout(flex_flow="row wrap")}  # a narrow pane: filters wrap
@@ -220,13 +220,13 @@ class CaseExplorer(W.VBox):
             stems = {e.get("file_stem") for f in audit.findings
                      for e in (f.get("evidence") or {}).get("examples") or []} - {None}
             for f in audit.findings_on(s for s in stems if str(s) in text):
-                named.append(f"<li>[{html.escape(str(f.get('severity')))}] "
-                             f"{html.escape(str(f.get('category')))}: "
-                             f"{html.escape(str(f.get('title')))} (audit "
-                             f"{html.escape(audit.run_id)})</li>")
+                named.append(f"<li>[{html_text(str(f.get('severity')))}] "
+                             f"{html_text(str(f.get('category')))}: "
+                             f"{html_text(str(f.get('title')))} (audit "
+                             f"{html_text(audit.run_id)})</li>")
         head = ""
         if case_id is not None and self.audits:
-            head = (f"<p><b>Findings whose example rows are filings {html.escape(case_id)} "
+            head = (f"<p><b>Findings whose example rows are filings {html_text(case_id)} "
                     "named</b> (examples are up to 5 rows a finding: others may touch it too):"
                     f"</p><ul>{''.join(named) or '<li>none</li>'}</ul>")
         return head + audits_section(self.audits, self.run_dir)

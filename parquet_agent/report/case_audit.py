@@ -21,25 +21,16 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
 from parquet_agent.console import stdout_closed
 from parquet_agent.errors import ParquetAgentError, UsageError
+from parquet_agent.escape import terminal
 from parquet_agent.report.case_record import RunSource, build_case
 
 PREVIEW = 600
-_ODD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069"
-                  "\ufeff]")
-
-
-def safe(text: Any) -> str:
-    """`text` with terminal control and bidi characters made visible."""
-    return _ODD.sub(lambda m: f"<U+{ord(m.group()):04X}>", str(text))
-
-
 def _only(kinds: str, option: str, known: list[str]) -> str:
     """The run's one model or strategy, for an option left out; UsageError when it has more."""
     if len(known) == 1:
@@ -109,7 +100,7 @@ class _Printer:
         self.out, self.full = out, full
 
     def line(self, text: Any = "") -> None:
-        self.out.write(safe(text) + "\n")
+        self.out.write(terminal(text) + "\n")
 
     def head(self, text: str) -> None:
         self.line()
@@ -117,7 +108,7 @@ class _Printer:
 
     def field(self, name: str, value: Any) -> None:
         value = "-" if value is None else value
-        text = safe(value)
+        text = terminal(value)
         if "\n" in text:
             self.out.write(f"  {name}:\n" + "".join(f"      {ln}\n" for ln in text.split("\n")))
         else:

@@ -16,7 +16,6 @@ exact matches. `digest` (sha256 of findings.json) names the exact file a report 
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from parquet_agent.errors import UsageError
+from parquet_agent.escape import html_text
 
 READABLE_VERSIONS = (1,)
 _SEVERITY_ORDER = ("critical", "high", "medium", "low", "info")
@@ -68,7 +68,8 @@ class CorpusAudit:
             lineage=str(data.get("lineage", "")), snapshot_id=str(data.get("snapshot_id", "")),
             status=str(data.get("status", "")),
             matches=corpus_snapshot_id is not None and data.get("snapshot_id") == corpus_snapshot_id,
-            findings=tuple(sorted(data.get("findings") or [], key=_order)),
+            findings=tuple(sorted((f for f in _items(data.get("findings")) if isinstance(f, dict)),
+                                  key=_order)),
             dismissed=len(data.get("dismissed") or []),
             collisions=len(data.get("collisions") or []),
             verdicts=data.get("verdicts") or {}, diff=data.get("diff") or {},
@@ -112,8 +113,9 @@ def corpus_audits(run_dir: str | Path,
 
 def audits_section(audits: Sequence[CorpusAudit], run_dir: str | Path | None = None) -> str:
     """The report.html section: per audit, its findings (severity, category, columns, title,
-    affected rows, count SQL, examples) and where it came from. Every data string escaped;
-    no script. `run_dir` makes the link to each audit's own report.html relative."""
+    affected rows, count SQL, examples) and where it came from. Every value from the audit's
+    files goes through `escape.html_text` (a forged findings.json is data too); no script.
+    `run_dir` makes the link to each audit's own report.html relative."""
     parts = ['<section id="corpus-audit"><h2>Data quality of the corpus</h2>']
     if not audits:
         parts.append("<p class=\"muted\">No audit of this corpus: run `parquet-agent audit run "
@@ -125,12 +127,12 @@ def audits_section(audits: Sequence[CorpusAudit], run_dir: str | Path | None = N
 
 
 def _audit_html(audit: CorpusAudit, run_dir: str | Path | None) -> str:
-    e = html.escape
+    e = html_text
     page = audit.run_dir / "report.html"
     link = ""
     if page.is_file():
         href = os.path.relpath(page, Path(run_dir).resolve()) if run_dir else str(page)
-        link = f' · <a href="{e(href, quote=True)}">its report</a>'
+        link = f' · <a href="{e(href)}">its report</a>'
     match = ("the same corpus snapshot as this run" if audit.matches else
              "<strong>another snapshot of the corpus</strong> than this run's: its counts may "
              "not hold for the files this run read")
@@ -143,19 +145,25 @@ def _audit_html(audit: CorpusAudit, run_dir: str | Path | None) -> str:
         return head + "<p>No findings.</p>"
     rows = []
     for f in audit.findings:
-        ev = f.get("evidence") or {}
-        examples = "".join(f"<li><code>{e(json.dumps(x, ensure_ascii=False, default=str)[:300])}"
-                           "</code></li>" for x in ev.get("examples") or [])
+        ev = f.get("evidence") if isinstance(f.get("evidence"), dict) else {}
+        examples = "".join(f"<li><code>{e(json.dumps(x, ensure_ascii=False, default=str), 300)}"
+                           "</code></li>" for x in _items(ev.get("examples")))
         rows.append(
             f"<tr><td>{e(str(f.get('severity')))}</td><td>{e(str(f.get('category')))}</td>"
-            f"<td>{e(', '.join(f.get('columns') or []))}</td><td>{e(str(f.get('title')))}</td>"
-            f"<td class=\"num\">{ev.get('count')} / {ev.get('denominator')}</td>"
+            f"<td>{e(', '.join(map(str, _items(f.get('columns')))))}</td>"
+            f"<td>{e(str(f.get('title')))}</td>"
+            f"<td class=\"num\">{e(ev.get('count'))} / {e(ev.get('denominator'))}</td>"
             f"<td><details><summary><code>{e(str(f.get('key')))}</code></summary>"
-            f"<pre>{e(ev.get('count_sql') or '(from the snapshot schemas)')}</pre>"
+            f"<pre>{e(str(ev.get('count_sql') or '(from the snapshot schemas)'))}</pre>"
             f"<ul>{examples}</ul></details></td></tr>")
     return (head + "<table class=\"findings\"><thead><tr><th>severity</th><th>category</th>"
             "<th>columns</th><th>title</th><th class=\"num\">rows</th><th>SQL and examples</th>"
             "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+
+
+def _items(value: Any) -> list:
+    """A list from a findings.json field that should hold one (a forged file may hold anything)."""
+    return value if isinstance(value, list) else []
 
 
 def _order(finding: dict[str, Any]) -> tuple:

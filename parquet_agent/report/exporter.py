@@ -7,8 +7,8 @@ Writes, relative to the run folder (DESIGN.md run-directory contract):
     cases/<case-id>.json           build_case(): the self-contained audit record of one case
                                    (compact canonical JSON, one line)
     cases-index.json / .csv        one row per case (INDEX_COLUMNS), links to the case JSON (in
-                                   the CSV, text starting with = + - @ gets a leading ' so a
-                                   spreadsheet never runs it as a formula)
+                                   the CSV, `escape.csv_cell`: text a spreadsheet would run as
+                                   a formula gets a leading '; the JSON keeps the exact text)
     summary.json                   per model x strategy and per run figures, from the fold
     report.html                    the self-contained filterable report (report.html_report)
     case-export-provenance.json    exporter version hash, sha256 of every run file read and of
@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from parquet_agent.errors import ExportError, RunError
+from parquet_agent.escape import csv_cell
 from parquet_agent.files import atomic_write_bytes, sha256_file, utc_now
 from parquet_agent.report.case_record import INDEX_COLUMNS, RunSource, build_case, index_row
 from parquet_agent.report.html_report import ReportExtras, render_report
@@ -126,25 +127,12 @@ def build_summary(source: RunSource, fold: RunFold) -> dict[str, Any]:
 # -- index --------------------------------------------------------------------------------------
 
 
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _cell(value: Any) -> Any:
-    """A CSV cell. Text that a spreadsheet would run as a formula (answers and questions are
-    untrusted) gets a leading `'`, the usual guard; cases-index.json keeps the exact text."""
-    if value is None:
-        return ""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
-
-
 def _csv(rows: list[dict[str, Any]]) -> bytes:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=INDEX_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: _cell(v) for k, v in row.items()})
+        writer.writerow({k: csv_cell(v) for k, v in row.items()})
     return out.getvalue().encode("utf-8", "backslashreplace")
 
 

@@ -18,20 +18,22 @@ Safety, in layers:
 - a Content-Security-Policy allows only this page's own script and style (by sha256), no
   connections, frames, fonts or images from anywhere: the page cannot make a network request
   even if something did slip through;
-- the few server-side strings (run id, model and strategy names in the summary) are HTML-escaped.
+- the few server-side strings (run id, model and strategy names in the summary) go through
+  `escape.html_text` (marks, then HTML-escaped), the rule every HTML writer uses.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import json
 import re
 import zlib
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
+
+from parquet_agent.escape import html_text
 
 
 _LEVEL = 1  # deflate level: 0.35 s for 31 MB of records on 2 cores, 6x smaller; 6 costs 2x
@@ -90,17 +92,17 @@ def _summary_table(summary: dict[str, Any]) -> str:
     mode = str(summary.get("sandbox_mode") or "")
     if mode.startswith("UNPROTECTED"):  # accepted explicitly (allow_unprotected_sandbox)
         out.append(f"<p class=\"warning\" id=\"unprotected\"><strong>UNPROTECTED sandbox:</strong> "
-                   f"{html.escape(mode)}. Nothing in the kernel kept the tool workers from "
+                   f"{html_text(mode)}. Nothing in the kernel kept the tool workers from "
                    "writing the corpus files during this run.</p>")
     integrity = summary.get("integrity") or {"ok": True}
     if not integrity.get("ok", True):
-        items = "".join(f"<li>{html.escape(p)}</li>" for p in integrity.get("problems", [])[:50])
+        items = "".join(f"<li>{html_text(p)}</li>" for p in integrity.get("problems", [])[:50])
         out.append("<div class=\"warning\" id=\"integrity\"><strong>Damaged or edited records:"
                    "</strong> these cases may not show what was recorded: "
-                   f"{html.escape(', '.join(integrity.get('damaged_cases', [])) or 'see below')}"
+                   f"{html_text(', '.join(integrity.get('damaged_cases', [])) or 'see below')}"
                    f"<ul>{items}</ul></div>")
     out.append("<table id=\"summary\"><thead><tr>")
-    out += [f"<th>{html.escape(h)}</th>" for h in head]
+    out += [f"<th>{html_text(h)}</th>" for h in head]
     out.append("</tr></thead><tbody>")
     for g in summary.get("by_model_strategy", []):
         c, s = g["correctness"], g["citation_support"]
@@ -112,7 +114,7 @@ def _summary_table(summary: dict[str, Any]) -> str:
             g["tool_counts"]["processed"], g["tool_counts"]["errors"],
             _known_usd(g), g["cases_with_unknown_cost"],
             _fmt(g["latency_p50_ms"], 0), _fmt(g["latency_p95_ms"], 0))
-        out.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in cells) + "</tr>")
+        out.append("<tr>" + "".join(f"<td>{html_text(str(v))}</td>" for v in cells) + "</tr>")
     out.append("</tbody></table>")
     run = summary.get("run") or {}
     counts = summary.get("status_counts", {})
@@ -154,7 +156,7 @@ def render_report(run_id: str, summary: dict[str, Any], rows: list[dict[str, Any
     # style-src would make the browser ignore 'unsafe-inline': so charts relax styles only
     style_src = "'unsafe-inline'" if extra.scripts else f"'{_csp_hash(style)}'"
     values = {"SCRIPT_HASH": _csp_hash(script), "STYLE_SRC": style_src,
-              "TITLE": html.escape(run_id), "STYLE": style, "SUMMARY": _summary_table(summary),
+              "TITLE": html_text(run_id), "STYLE": style, "SUMMARY": _summary_table(summary),
               "SCRIPT": script, "INDEX": embed_json(index), "CASES": cases,
               "EXTRA": extra.html(),
               "EXTRA_SCRIPT_HASHES": "".join(f" '{_csp_hash(s)}'" for s in extra.scripts)}

@@ -31,7 +31,6 @@ each with its interval. Nothing here needs scipy.
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from parquet_agent.errors import UsageError
+from parquet_agent.escape import html_text
 from parquet_agent.stats import bootstrap_ci
 
 if TYPE_CHECKING:
@@ -235,7 +235,7 @@ class RunComparison:
         and tests, and the resolved / regressed / new / dropped case ids. Every string is
         escaped. `figures` (trusted HTML, e.g. the plotly figures `explore.compare` draws)
         close the section."""
-        e = html.escape
+        e = html_text
         out = [f'<section class="pa-compare"><h2>Comparison: {e(self.new_run_id)} (new) vs '
                f"{e(self.old_run_id)} (old)</h2>"]
         if self.warnings:
@@ -282,14 +282,14 @@ def _ci(row: dict[str, Any], name: str, spec: str) -> str:
 def _cell_table(cells: pd.DataFrame) -> str:
     head = ("model", "strategy", "paired scored", "resolved", "regressed", "correctness Δ",
             "citation Δ", "McNemar p", "cost Δ USD", "wall Δ ms", "new", "dropped", "unscored")
-    out = ["<table class=\"pa-cells\"><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    out = ["<table class=\"pa-cells\"><tr>" + "".join(f"<th>{html_text(h)}</th>" for h in head)
            + "</tr>"]
     for row in cells.to_dict("records"):
         values = (row["model"], row["strategy"], row["paired_scored"], row["resolved"],
                   row["regressed"], _ci(row, "correctness", "+.1f"), _ci(row, "citation", "+.1f"),
                   _fmt(row["p_value"], ".3g"), _ci(row, "cost_usd", "+.5f"),
                   _ci(row, "wall_ms", "+.0f"), row["new"], row["dropped"], row["unscored"])
-        out.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in values) + "</tr>")
+        out.append("<tr>" + "".join(f"<td>{html_text(str(v))}</td>" for v in values) + "</tr>")
     out.append("</table>")
     return "".join(out)
 

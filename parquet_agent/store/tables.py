@@ -10,7 +10,8 @@
 All five come from one fold of the journals (`store.fold`), so they agree with each other and
 with the exports. Cases, attempts, tool calls and the ledger share the keys `frames.KEYS`
 (run_id, case_id, question_id, model, strategy); summary joins on model and strategy. Cells that
-hold JSON objects (tool arguments) are written as JSON text, so every reader gets plain columns.
+hold JSON objects (tool arguments) are written as JSON text, so every reader gets plain columns;
+in the CSV, text a spreadsheet would run as a formula is guarded (`escape.csv_frame`).
 An unknown cost stays empty (null / NaN), never 0. Files are replaced atomically; the run's own
 records are only read.
 """
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from parquet_agent.escape import csv_frame
 from parquet_agent.files import atomic_write_bytes, utc_now
 from parquet_agent.store.frames import (
     KEYS,
@@ -67,7 +69,8 @@ def write_tables(run: Run, folder: str | Path | None = None) -> TablesResult:
         buffer = io.BytesIO()
         plain.to_parquet(buffer, index=False)
         atomic_write_bytes(out / f"{name}.parquet", buffer.getvalue())
-        atomic_write_bytes(out / f"{name}.csv", plain.to_csv(index=False).encode("utf-8"))
+        atomic_write_bytes(out / f"{name}.csv", csv_frame(plain).to_csv(index=False)
+                           .encode("utf-8"))
         rows[name] = len(frame)
     atomic_write_bytes(out / "tables.json", json.dumps({
         "schema_version": SCHEMA_VERSION, "run_id": run.run_id, "written_at": utc_now(),

@@ -2,8 +2,11 @@
  *
  * Every string shown comes from model output or filings: it is untrusted. It only ever reaches
  * the page through text nodes (never innerHTML, never an href or event attribute), and control
- * and bidi-override characters are shown as visible ⟨U+XXXX⟩ marks so they cannot hide or
- * reorder what an auditor reads. The index lives in a <script type="application/json"> block
+ * and bidi-override characters are shown as visible <U+XXXX> marks so they cannot hide or
+ * reorder what an auditor reads (the same set and marks as parquet_agent/escape.py; ASCII, so
+ * a text full of them lays out at once). One text shows at most SHOWN characters until asked
+ * for the rest: layout time grows faster than a text's length, and a case must open at once
+ * whatever its answer holds. The index lives in a <script type="application/json"> block
  * (with "<" escaped by the exporter); each case's record in a deflated base64 block that is
  * decoded (DecompressionStream, no network) only when the case is opened.
  */
@@ -13,12 +16,29 @@
   var data = JSON.parse(byId("index-data").textContent);
   var rows = data.rows;
   var RUN = data.run_dir_hint;
-  var ODD = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]/g;
+  var ODD = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]/g;
+  var SHOWN = 10000;
 
   function visible(s) {
     return String(s).replace(ODD, function (c) {
-      return "\u27e8U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "\u27e9";
+      return "<U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + ">";
     });
+  }
+  /* A text node, or for a long text its first SHOWN characters and a button for the rest. */
+  function textOf(s) {
+    s = String(s);
+    if (s.length <= SHOWN) return document.createTextNode(visible(s));
+    var cut = SHOWN - (/[\ud800-\udbff]/.test(s.charAt(SHOWN - 1)) ? 1 : 0);
+    var span = document.createElement("span");
+    var more = document.createElement("button");
+    more.className = "more";
+    more.textContent = "show the other " + (s.length - cut).toLocaleString("en") + " characters";
+    more.addEventListener("click", function (ev) {
+      ev.stopPropagation();
+      span.replaceChildren(document.createTextNode(visible(s)));
+    });
+    span.append(document.createTextNode(visible(s.slice(0, cut)) + "\u2026 "), more);
+    return span;
   }
   function el(tag, cls) {
     var e = document.createElement(tag);
@@ -26,7 +46,7 @@
     for (var i = 2; i < arguments.length; i++) {
       var c = arguments[i];
       if (c === null || c === undefined) continue;
-      e.appendChild(typeof c === "object" ? c : document.createTextNode(visible(c)));
+      e.appendChild(typeof c === "object" ? c : textOf(c));
     }
     return e;
   }
@@ -42,7 +62,7 @@
       dl.appendChild(el("dt", null, p[0]));
       var dd = el("dd", null);
       if (p[1] !== null && typeof p[1] === "object" && p[1].nodeType) dd.appendChild(p[1]);
-      else dd.appendChild(document.createTextNode(visible(fmt(p[1]))));
+      else dd.appendChild(textOf(fmt(p[1])));
       dl.appendChild(dd);
     });
     return dl;
@@ -79,7 +99,7 @@
           shown = pretty(rec);
         } catch (e) { shown = exact; }
       }
-      out.textContent = visible(shown);
+      out.replaceChildren(textOf(shown));
       btn.textContent = isPretty ? "exact bytes" : "pretty view";
     });
     box.appendChild(el("div", "muted", "Exact file content below (", btn,
@@ -316,7 +336,7 @@
     ];
     cells.forEach(function (c) {
       var td = el("td", c[1], c[0] === null ? "\u2014" : c[0]);
-      if (c[1] === "q" && c[0]) td.title = visible(c[0]);
+      if (c[1] === "q" && c[0]) td.title = visible(String(c[0]).slice(0, 2000));
       tr.appendChild(td);
     });
     tr.tabIndex = 0;  // keyboard: Tab to a row, Enter or Space opens it
@@ -410,7 +430,8 @@
   });
   function csvCell(v) {
     var t = v === null || v === undefined ? "" : String(v);
-    if (/^[=+\-@\t\r]/.test(t)) t = "'" + t;  // a spreadsheet must not run a cell as a formula
+    // a spreadsheet must not run a cell as a formula (the guard of parquet_agent/escape.py)
+    if (/^[=+\-@\t\r\n\uff1d\uff0b\uff0d\uff20]/.test(t)) t = "'" + t;
     return /[",\n\r]/.test(t) ? '"' + t.replace(/"/g, '""') + '"' : t;
   }
   byId("f-csv").addEventListener("click", function () {
