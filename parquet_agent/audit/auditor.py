@@ -29,7 +29,8 @@ from parquet_agent.audit.discover import discover
 from parquet_agent.audit.discover.scope import tables_of
 from parquet_agent.audit.sources import default_lineage
 from parquet_agent.audit.events import (AUDIT_EVENTS, AuditFinished, AuditStarted,
-                                        CandidatesFound, EvaluationEvent, HistoryChecked,
+                                        CandidatesFound, ContractChecked, EvaluationEvent,
+                                        HistoryChecked,
                                         StepDone, StepModel)
 from parquet_agent.audit.evidence import compute, proposal_fingerprint
 from parquet_agent.audit.finding import Finding, Proposal, finding_key
@@ -149,6 +150,7 @@ class _Session:
             if self.state.discovery is None:  # the deterministic candidates, journaled once
                 found = discover(self.tools, tables_of(self.dataset))
                 self.record(CandidatesFound(found.to_json()))
+            self._check_contract()
             while not self._done():
                 self._step(self.state.next_step)
             if not self.state.finished:
@@ -174,6 +176,32 @@ class _Session:
                                  _model_info(self.model), previous and previous["run_id"]))
         findings = previous["findings"] if previous else []
         self.record(HistoryChecked(previous and previous["run_id"], recheck(findings, self.tools)))
+
+    def _check_contract(self) -> None:
+        """Every check of the contract through the finding gate, once (a resume skips the
+        checks already journaled)."""
+        contract = self.config.contract
+        if not contract:
+            return
+        done = {c["check"] for c in self.state.contract}
+        for check in contract.checks(self.dataset, datetime.now(timezone.utc)):
+            if check.id in done:
+                continue
+            if check.problem is not None:
+                self.record(ContractChecked(check.id, check.description, "not_checked",
+                                            check.problem))
+                continue
+            finding, action, why = self._propose(0, check.arguments)
+            evidence = finding.get("evidence") or {}
+            if action in ("committed", "updated"):
+                status = "violated"
+            elif action == "dismissed" and evidence.get("count_sql") and not evidence.get("count"):
+                status = "holds"
+            else:
+                status = "dismissed"
+            reason = why or (finding.get("dismissed_reason") if status == "dismissed" else None)
+            self.record(ContractChecked(check.id, check.description, status, reason, finding,
+                                        action))
 
     def _done(self) -> bool:
         concluded = self.state.concluded

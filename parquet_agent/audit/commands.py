@@ -4,6 +4,7 @@
                       [--quiet]
     audit inspect RUN [--finding KEY] [--full]
     audit diff RUN_A RUN_B
+    audit contract RUN --out FILE          (then: audit run DATASET --contract FILE)
     audit plant DATASET --out DIR [--seed S] [--rate R]
     audit score RUN --truth MANIFEST [--clean RUN0] [--json]
 
@@ -38,6 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--lineage", help="the dataset's name across snapshots (default: folder name)")
     run.add_argument("--json", action="store_true", help="print the AuditReport as JSON")
     run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    run.add_argument("--contract", type=Path, help="a contract file ([contract]) to check, "
+                     "besides any in the config")
     run.set_defaults(handler=_run)
 
     inspect = sub.add_parser("inspect", help="print an audit run or one finding readably")
@@ -50,6 +53,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     diff.add_argument("run_a", type=Path)
     diff.add_argument("run_b", type=Path)
     diff.set_defaults(handler=_diff)
+
+    contract = sub.add_parser("contract", help="write what an audit found to hold as a "
+                              "contract (TOML) that the next audit checks (--contract)")
+    contract.add_argument("run_dir", type=Path)
+    contract.add_argument("--out", type=Path, required=True, help="the contract file to write")
+    contract.set_defaults(handler=_contract)
 
     plant = sub.add_parser("plant", help="copy a dataset with known defects planted")
     plant.add_argument("dataset", type=Path)
@@ -73,6 +82,10 @@ def _run(args: argparse.Namespace) -> int:
     from parquet_agent.audit.config import AuditConfig
 
     config = AuditConfig.from_toml(args.config) if args.config else AuditConfig()
+    if args.contract:
+        from parquet_agent.audit.contracts import Contract
+
+        config = config.with_contract(Contract.from_toml(args.contract))
     progress = None if args.quiet else _Progress()
     report = Auditor(config, store=args.store, progress=progress).run(
         args.dataset, run_dir=args.run_dir, resume=args.resume, lineage=args.lineage)
@@ -113,6 +126,16 @@ def _diff(args: argparse.Namespace) -> int:
     from parquet_agent.audit.inspect import diff_runs
 
     print(terminal(diff_runs(_load(args.run_a), _load(args.run_b))))
+    return 0
+
+
+def _contract(args: argparse.Namespace) -> int:
+    from parquet_agent.audit.contract_writer import write_contract
+
+    written = write_contract(args.run_dir, args.out)
+    print(f"{written.entries} contract entries written to {written.path}")
+    for line in written.left_out:
+        print(f"  left out {line}")
     return 0
 
 

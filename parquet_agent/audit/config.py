@@ -17,17 +17,23 @@
     provider = "audit-baseline"     #   variant "blind" | "reference", reference = DIR) or any
     variant = "blind"               #   [[models]] entry (openai, anthropic, google, scripted)
     [audit.judge]                   # optional: the independent model of `judge` evaluators
+    [audit.contract]                # optional (or a top-level [contract]): keys, references,
+    file = "contract.toml"          #   ranges, allowed values, patterns, freshness
+                                    #   (`audit.contracts`), inline and/or from a file
+                                    #   (relative to this config's folder)
 
 Unknown keys are a ConfigError.
 """
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from parquet_agent.audit.contracts import Contract
 from parquet_agent.audit.gates import EVALUATORS, GATES
 from parquet_agent.errors import ConfigError
 
@@ -59,6 +65,7 @@ class AuditConfig:
     gates: dict[str, tuple[str, ...]] = field(default_factory=_default_gates)
     model: dict[str, Any] = field(default_factory=_default_model)
     judge: dict[str, Any] | None = None
+    contract: Contract | None = None
 
     def __post_init__(self) -> None:
         if self.run_policy not in ("continue", "accept"):
@@ -80,13 +87,23 @@ class AuditConfig:
         return replace(self, max_steps=self.max_steps or BASE_STEPS + 2 * columns,
                        max_tool_calls=self.max_tool_calls or BASE_TOOL_CALLS + columns)
 
+    def with_contract(self, contract: Contract) -> AuditConfig:
+        """This config checking `contract` too (`audit run --contract FILE`)."""
+        return replace(self, contract=contract if self.contract is None
+                       else self.contract.merged(contract))
+
     @classmethod
-    def from_table(cls, table: dict[str, Any]) -> AuditConfig:
+    def from_table(cls, table: dict[str, Any], base: Path | None = None) -> AuditConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(table) - known)
         if unknown:
-            raise ConfigError(f"[audit]: unknown key(s) {unknown}; allowed: {sorted(known)}")
+            near = {k: difflib.get_close_matches(k, sorted(known), n=1) for k in unknown}
+            hints = "; ".join(f"did you mean {v[0]!r} for {k!r}?" for k, v in near.items() if v)
+            raise ConfigError(f"[audit]: unknown key(s) {unknown}"
+                              + (f" ({hints})" if hints else "") + f"; allowed: {sorted(known)}")
         data = dict(table)
+        if data.get("contract") is not None:  # (to_json writes None for no contract)
+            data["contract"] = Contract.from_table(data["contract"], "[audit.contract]", base)
         if "gates" in data:
             data["gates"] = {**_default_gates(), **{k: tuple(v) for k, v in data["gates"].items()}}
         return cls(**data)
@@ -104,8 +121,13 @@ class AuditConfig:
         model = table.get("model")
         if model and model.get("script") and not Path(model["script"]).is_absolute():
             table = {**table, "model": {**model, "script": str(path.parent / model["script"])}}
-        return cls.from_table(table)
+        config = cls.from_table(table, path.parent)
+        if data.get("contract") is not None:  # (to_json writes None for no contract)  # a top-level [contract] beside [audit]
+            config = config.with_contract(Contract.from_table(
+                data["contract"], f"{path}: [contract]", path.parent))
+        return config
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)} | {
-            "gates": {k: list(v) for k, v in self.gates.items()}}
+            "gates": {k: list(v) for k, v in self.gates.items()},
+            "contract": self.contract.to_json() if self.contract is not None else None}

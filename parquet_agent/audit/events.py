@@ -9,6 +9,8 @@ below (without it, lines read as `UnknownEvent`). Order:
     history_checked  every open finding of the previous run re-counted on this snapshot
     candidates_found the deterministic discovery's candidates, references, keys and notes
                      (`audit.discover`), what every auditor starts from
+    contract_checked one check of the user's contract through the finding gate (before the
+                     model's first step): violated (a finding), holds, dismissed, not_checked
     step_model       the model's reply for one step (reasoning, one action, confidence, usage,
                      cost, raw paths): written before the action runs, replayed on resume so no
                      inference call is paid twice
@@ -50,6 +52,19 @@ class HistoryChecked:
 class CandidatesFound:
     EVENT: ClassVar[str] = "candidates_found"
     discovery: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ContractChecked:
+    """One check of the user's contract (`audit.contracts`), through the finding gate."""
+
+    EVENT: ClassVar[str] = "contract_checked"
+    check: str  # its id in the contract, e.g. "keys[0].duplicates"
+    description: str
+    status: str  # violated | holds | dismissed | not_checked
+    reason: str | None = None
+    finding: dict[str, Any] | None = None
+    finding_action: str | None = None  # committed | updated | dismissed | collision
 
 
 @dataclass(frozen=True)
@@ -96,5 +111,6 @@ class AuditFinished:
     reason: str
 
 
-AUDIT_EVENTS = EventFamily.of("audit", AuditStarted, HistoryChecked, CandidatesFound, StepModel,
+AUDIT_EVENTS = EventFamily.of("audit", AuditStarted, HistoryChecked, CandidatesFound,
+                              ContractChecked, StepModel,
                               EvaluationEvent, StepDone, AuditFinished)

@@ -57,6 +57,7 @@ class AuditReport:
     collisions: tuple[dict, ...] = ()  # proposed findings whose key another finding holds
     tokens: int = 0
     cost_usd: float | None = 0.0
+    contract: tuple[dict, ...] = ()  # each contract check: violated | holds | dismissed | not_checked
 
     @classmethod
     def load(cls, run_dir: str | Path) -> AuditReport:
@@ -82,7 +83,7 @@ class AuditReport:
                       "reverified": concluded.get("reverified", {})},
             diff=_diff(state), previous_run=state.history.previous_run if state.history else None,
             model=started.model if started else {}, rechecks=tuple(state.rechecks),
-            collisions=tuple(state.collisions),
+            collisions=tuple(state.collisions), contract=tuple(state.contract),
             tokens=state.tokens,
             cost_usd=state.cost_usd if state.cost_known else None)
 
@@ -116,6 +117,7 @@ class AuditReport:
             "model": self.model, "tokens": self.tokens, "cost_usd": self.cost_usd,
             "findings": [f.to_json() for f in self.findings], "dismissed": list(self.dismissed),
             "collisions": list(self.collisions),
+            **({"contract": list(self.contract)} if self.contract else {}),
             "evaluations": list(self.evaluations), "coverage": self.coverage,
             "diff": self.diff, "previous_run": self.previous_run, "rechecks": list(self.rechecks),
             "verdicts": self.verdict_counts(),
@@ -139,6 +141,15 @@ class AuditReport:
             lines.append(f"  dismissed: {d['title']} ({(d.get('dismissed_reason') or '')[:100]})")
         for c in self.collisions:
             lines.append(f"  KEY COLLISION: {c['title']} ({c.get('dismissed_reason') or ''})")
+        if self.contract:
+            counts = {s: sum(c["status"] == s for c in self.contract)
+                      for s in ("violated", "holds", "dismissed", "not_checked")}
+            lines.append(f"contract: {len(self.contract)} checks, "
+                         + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
+            for c in self.contract:
+                if c["status"] in ("not_checked", "dismissed"):
+                    lines.append(f"  contract {c['check']} {c['status']}: {c['description']} "
+                                 f"({(c.get('reason') or '')[:160]})")
         if self.previous_run:
             counts = {k: len(v) for k, v in self.diff.items()}
             lines.append(f"diff against {self.previous_run}: {counts}")

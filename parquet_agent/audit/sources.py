@@ -104,7 +104,8 @@ def find_sources(path: str | Path, convert_dir: str | Path | None = None) -> Sou
             f"{given} holds no data file the audit reads (*.parquet, *.csv, *.tsv, *.jsonl, "
             f"*.ndjson, in it or its sub-folders; names starting with _ or . are sidecars)"
             + (f"; left out: {', '.join(i['file'] for i in ignored[:5])}" if ignored else ""))
-    work = Path(convert_dir) if convert_dir is not None else Path(tempfile.gettempdir()) / CONVERT_CACHE
+    work = (Path(convert_dir) if convert_dir is not None
+            else Path(tempfile.gettempdir()) / CONVERT_CACHE).resolve()
     files = []
     for name, folder, partition in found:
         files.append(_source(root, name, folder, partition, work))

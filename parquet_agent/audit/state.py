@@ -18,6 +18,7 @@ from parquet_agent.audit.events import (
     AuditFinished,
     AuditStarted,
     CandidatesFound,
+    ContractChecked,
     EvaluationEvent,
     HistoryChecked,
     StepDone,
@@ -38,6 +39,7 @@ class AuditState:
     started: AuditStarted | None = None
     history: HistoryChecked | None = None
     discovery: dict[str, Any] | None = None  # audit.discover's candidates (CandidatesFound)
+    contract: list[dict[str, Any]] = field(default_factory=list)  # ContractChecked, in order
     schema: dict[str, Any] | None = None
     profiles: dict[str, Any] = field(default_factory=dict)
     profile_errors: dict[str, str] = field(default_factory=dict)  # column -> why get_stats failed
@@ -74,6 +76,8 @@ class AuditState:
             self.history = payload
         elif isinstance(payload, CandidatesFound):
             self.discovery = payload.discovery
+        elif isinstance(payload, ContractChecked):
+            self._contract(payload)
         elif isinstance(payload, StepModel):
             self.model_step(payload)
         elif isinstance(payload, EvaluationEvent):
@@ -142,6 +146,17 @@ class AuditState:
         else:
             self.dismissed.append(finding)
 
+    def _contract(self, checked: ContractChecked) -> None:
+        finding = checked.finding
+        self.contract.append({"check": checked.check, "description": checked.description,
+                              "status": checked.status, "reason": checked.reason,
+                              "key": finding.get("key") if finding else None,
+                              "count": (finding or {}).get("evidence", {}).get("count")})
+        if finding is not None and checked.finding_action in ("committed", "updated"):
+            self.findings[finding["key"]] = Finding.from_json(finding)
+        elif finding is not None and checked.finding_action == "collision":
+            self.collisions.append(finding)
+
     def held_fingerprint(self, key: str) -> tuple[str, str] | None:
         """(fingerprint, holder) of the finding that already has `key`: one committed in this
         run, or an open finding of the previous run (its re-check); None when the key is free."""
@@ -179,6 +194,7 @@ class AuditState:
             "categories_tried": sorted(self.tried),
             "history": self.rechecks,
             "discovery": self.discovery,
+            "contract": self.contract,
             "critiques": critiques,
             "budget_left": self.budget_left(config),
         }
@@ -205,6 +221,8 @@ def progress_line(payload: Any, max_steps: int | None) -> str | None:
         found = payload.discovery or {}
         return (f"discovery: {len(found.get('candidates') or [])} candidate(s), "
                 f"{found.get('queries', 0)} queries")
+    if isinstance(payload, ContractChecked):
+        return f"contract {payload.check}: {payload.status} ({payload.description})"
     if isinstance(payload, StepDone):
         what = payload.arguments.get("column") or payload.arguments.get("title") or ""
         ok = "" if payload.ok else f" ({payload.gate if payload.gate == 'FAIL' else 'failed'})"
