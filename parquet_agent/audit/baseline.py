@@ -26,7 +26,6 @@ from parquet_agent.models.scripted import offline_complete, to_reply
 RARE_SHARE = 0.01  # blind: a categorical value seen in fewer rows than this is suspect
 MAX_CATEGORICAL = 30
 OUTLIER_FACTOR = 3.0  # a file's mean this far above the median file's mean
-FENCE_IQR = 6.0  # a value above q75 + this many interquartile ranges is an outlier
 SHORT_FILE = 0.6  # a file with fewer rows than this share of the median file
 
 
@@ -79,8 +78,8 @@ class BaselineAuditor:
         if self.variant == "blind":
             skipped["distribution_drift"] = "the blind baseline has no reference to drift from"
         if "referential" in skipped and not state["dataset"].get("documented_properties"):
-            skipped["referential"] = ("no reference between columns is known for this schema "
-                                      "(the rule pack has one for the filings corpus)")
+            skipped["referential"] = ("discovery found no reference between tables with orphan "
+                                      "values (and the rule pack's own is for the filings corpus)")
         return "Every rule was tried.", "conclude", {"summary": f"{len(state['findings'])} findings",
                                                      "skipped": skipped, "confidence": 1.0}
 
@@ -213,13 +212,9 @@ def _range(column: str, profile: dict, ref: dict | None) -> list[dict]:
         return [_finding("range", [column], f"{column} outside its reference range",
                          f"the clean snapshot's range is {ref['values']['min']}..{ref['values']['max']}",
                          f"{q(column)} > {high} OR {q(column)} < {low}")]
-    _, q25, _, q75, _ = values["quantiles"]
-    fence = q75 + FENCE_IQR * (q75 - q25)
+    # isolated values are discovery's (audit.discover.outliers): the q75 + 6 IQR fence that
+    # stood here fired on real heavy tails (long delays, a 747's seats, stock prices)
     out = []
-    if q75 > q25 and values["max"] > fence:
-        out.append(_finding("range", [column], f"{column} far above its usual range",
-                            f"max {values['max']} > q75 + {FENCE_IQR:g} IQR = {fence:g}",
-                            f"{q(column)} > {fence}"))
     means = [f["mean"] for f in profile.get("per_file") or [] if f.get("mean") is not None]
     if len(means) >= 3:
         usual = statistics.median(means)

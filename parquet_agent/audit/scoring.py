@@ -4,8 +4,8 @@
 
 A finding matches a planted defect when the categories are equal, their columns overlap, and it
 covers at least half the defect's rows (counted in the sandbox: the finding's predicate AND the
-defect's row keys) or, for a defect without rows (a changed type), names one of its files in its
-evidence. Findings whose key also appears in `clean` (the same audit of the unplanted copy, same
+defect's row keys) or, for a defect without rows, is over the defect's `view` (deleted rows:
+missing instants of a series) or names one of its files in its evidence (a changed type). Findings whose key also appears in `clean` (the same audit of the unplanted copy, same
 lineage) were there before planting and are left out, unless they match a planted defect (a
 blind rule that already fired on the clean copy, e.g. one empty text, still finds the planted
 empty texts). Precision counts findings, recall counts
@@ -88,6 +88,8 @@ def _matches(finding: Finding, defect: dict, tools: AuditTools) -> bool:
     if finding.category != defect["category"] or not set(finding.columns) & set(defect["columns"]):
         return False
     if not defect["rows"]:
+        if defect.get("view"):  # rows deleted from a table (missing instants): its view
+            return finding.view == defect["view"]
         named = {e.get("_file") for e in finding.evidence.examples}
         return bool(named & set(defect["files"]))
     if finding.predicate is None:

@@ -17,7 +17,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from parquet_agent.audit.discover import keys, references
+from parquet_agent.audit.discover import (crosscolumn, fds, keys, order, outliers, references,
+                                          timeseries)
 from parquet_agent.audit.discover.base import Candidate, Probe, ProbeError, QueryTool, Table
 from parquet_agent.audit.discover.profile import ColumnProfile, profile
 
@@ -56,6 +57,17 @@ def discover(tools: QueryTool, tables: list[Table]) -> Discovery:
     _guard(found, "references", lambda: _references(probe, profiled, found))
     for table in profiled:
         _guard(found, f"keys of {table.view}", lambda t=table: _keys(probe, t, found))
+        _guard(found, f"dependencies of {table.view}", lambda t=table: _fds(probe, t, found))
+        _guard(found, f"orders of {table.view}", lambda t=table: _orders(probe, t, found))
+        _guard(found, f"outliers of {table.view}", lambda t=table: found.candidates.extend(
+            outliers.find(probe, t, found.profiles[t.view])))
+        _guard(found, f"arithmetic of {table.view}", lambda t=table: found.candidates.extend(
+            crosscolumn.arithmetic(probe, t, found.profiles[t.view])))
+        _guard(found, f"swaps of {table.view}", lambda t=table: found.candidates.extend(
+            crosscolumn.swaps(probe, t, found.profiles[t.view])))
+        _guard(found, f"time series of {table.view}", lambda t=table: found.candidates.extend(
+            timeseries.find(probe, t, found.profiles[t.view])))
+        _guard(found, f"explained outliers of {table.view}", lambda t=table: _explained(probe, t, found))
     found.queries = probe.queries
     found.seconds = time.perf_counter() - started
     return found
@@ -84,6 +96,40 @@ def _references(probe: Probe, tables: list[Table], found: Discovery) -> None:
             orphan = references.orphans(ref, by_view[ref.source], by_view[ref.target])
             if orphan is not None:
                 found.candidates.append(orphan if rank == 0 else replace(orphan, report=False))
+
+
+def _fds(probe: Probe, table: Table, found: Discovery) -> None:
+    for x, y in fds.candidates(probe, table, found.profiles[table.view]):
+        broken = fds.violation(probe, table, x, y, found.profiles[table.view])
+        if broken is not None:
+            found.candidates.append(broken)
+
+
+def _explained(probe: Probe, table: Table, found: Discovery) -> None:
+    """Outliers whose rows all break a cross-column rule on the same column (a next-day delay,
+    a swapped latitude) are that rule's defect, said once: they become notes."""
+    mine = [c for c in found.candidates if c.arguments.get("view") == table.view and c.report]
+    rules = [c for c in mine if c.arguments["category"] == "consistency" and "predicate" in c.arguments]
+    for i, c in enumerate(found.candidates):
+        if not (c.report and c.rule.startswith("outliers.") and c in mine):
+            continue
+        for rule in rules:
+            if not set(c.arguments["columns"]) & set(rule.arguments["columns"]):
+                continue
+            row = probe.one(f"SELECT count(*) AS n FROM {table.view} WHERE ({c.arguments['predicate']}) "
+                            f"AND NOT coalesce(({rule.arguments['predicate']}), FALSE)")
+            if int(row["n"]) == 0:
+                found.candidates[i] = replace(c, report=False, support={
+                    **c.support, "explained_by": rule.title})
+                break
+
+
+def _orders(probe: Probe, table: Table, found: Discovery) -> None:
+    named, unnamed = order.candidates(probe, table, found.profiles[table.view])
+    found.candidates.extend(named)
+    if unnamed:
+        found.notes.append(f"{table.view}: {unnamed} pair(s) of columns ordered in almost every row "
+                           "with names that are not bounds of one quantity (not reported)")
 
 
 def _keys(probe: Probe, table: Table, found: Discovery) -> None:

@@ -77,7 +77,8 @@ def comparable(a: ColumnProfile, b: ColumnProfile) -> bool:
 
 
 def target_like(p: ColumnProfile) -> bool:
-    return (p.kind in ("integer", "text") and p.non_null >= 2 and p.distinct >= 2
+    # a key is a code: free text (names with spaces) is unique by accident, not referred to
+    return (p.kind in ("integer", "text") and not p.free_text and p.non_null >= 2 and p.distinct >= 2
             and p.distinct >= NEAR_UNIQUE * p.non_null)
 
 
