@@ -85,7 +85,8 @@ def score(report: AuditReport, manifest: dict[str, Any], *, clean: AuditReport |
 
 
 def _matches(finding: Finding, defect: dict, tools: AuditTools) -> bool:
-    if finding.category != defect["category"] or not set(finding.columns) & set(defect["columns"]):
+    if finding.category != defect["category"] or not _bare(finding.columns, finding.view) & \
+            _bare(defect["columns"], defect.get("view", finding.view)):
         return False
     if not defect["rows"]:
         if defect.get("view"):  # rows deleted from a table (missing instants): its view
@@ -98,6 +99,11 @@ def _matches(finding: Finding, defect: dict, tools: AuditTools) -> bool:
     hit, result = tools.scalar(f"SELECT count(*) FROM {finding.view} WHERE ({finding.predicate}) "
                                f"AND (_file, _row) IN (SELECT * FROM (VALUES {keys}))")
     return result.ok and hit >= MIN_OVERLAP * len(defect["rows"])
+
+
+def _bare(columns, view: str) -> set[str]:
+    """Column names without their table (`flights.origin` over `flights` is `origin`)."""
+    return {c[len(view) + 1:] if c.startswith(view + ".") else c for c in columns}
 
 
 def _tables(findings: list[Finding], defects: list[dict], matches: dict[str, list[str]]):

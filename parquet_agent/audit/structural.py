@@ -87,17 +87,17 @@ def _plant(tables: dict[str, list[dict]], rng: random.Random, rate: float, seed:
         f[r]["flight_id"] = f[free[-1 - r % 50]]["flight_id"]
     copied = sorted({i for i, x in enumerate(f) if x["flight_id"] in {f[r]["flight_id"] for r in rows}})
     free[:] = [x for x in free if x not in copied]
-    out.append(_defect("duplicate_key", "uniqueness", "f_flights", ["flight_id"],
+    out.append(_defect("duplicate_key", "uniqueness", "flights", ["flight_id"],
                        "flight_id copied from another flight", copied, "flights", seed))
     rows = take(k)
     for j, r in enumerate(rows):
         f[r]["origin"] = f"X{j % 3:04d}"
-    out.append(_defect("orphan_origin", "referential", "f_flights", ["origin"],
+    out.append(_defect("orphan_origin", "referential", "flights", ["origin"],
                        "origin set to a station id absent from stations", rows, "flights", seed))
     rows = take(k)
     for r in rows:
         f[r]["carrier_name"] = f[r]["carrier_name"].upper()
-    out.append(_defect("fd_violation", "consistency", "f_flights", ["carrier", "carrier_name"],
+    out.append(_defect("fd_violation", "consistency", "flights", ["carrier", "carrier_name"],
                        "carrier_name respelled for some rows of its carrier", rows, "flights", seed))
     rows = take(k)
     for r in rows:
@@ -105,21 +105,21 @@ def _plant(tables: dict[str, list[dict]], rng: random.Random, rate: float, seed:
         dep = (sched + f[r]["dep_delay"] + 1440 - 60 * 22) % 1440  # left after midnight
         f[r]["dep_delay"] = dep + 1440 - sched
         f[r]["dep"] = (dep // 60) * 100 + dep % 60
-    out.append(_defect("next_day_wrap", "consistency", "f_flights", ["dep", "dep_delay", "sched_dep"],
+    out.append(_defect("next_day_wrap", "consistency", "flights", ["dep", "dep_delay", "sched_dep"],
                        "departed after midnight: dep wraps, dep_delay counts the day", rows, "flights", seed))
     rows = take(max(1, k // 20))
     for r in rows:
         f[r]["distance"] *= 1000
-    out.append(_defect("scaled_distance", "range", "f_flights", ["distance"],
+    out.append(_defect("scaled_distance", "range", "flights", ["distance"],
                        "distance multiplied by 1000", rows, "flights", seed))
     picks = rng.sample(range(len(st)), 4)
     for r in picks[:2]:
         st[r]["lat"], st[r]["lon"] = st[r]["lon"], st[r]["lat"]
-    out.append(_defect("swapped_lat_lon", "consistency", "f_stations", ["lat", "lon"],
+    out.append(_defect("swapped_lat_lon", "consistency", "stations", ["lat", "lon"],
                        "lat and lon swapped", picks[:2], "stations", seed))
     for r in picks[2:]:
         st[r]["lon"] = -st[r]["lon"]
-    out.append(_defect("sign_flip_lon", "range", "f_stations", ["lon"], "lon sign-flipped",
+    out.append(_defect("sign_flip_lon", "range", "stations", ["lon"], "lon sign-flipped",
                        picks[2:], "stations", seed))
     k_series = max(2, round(rate * len(rd)))
     hours = sum(1 for r in rd if r["station_id"] == rd[0]["station_id"])
@@ -134,12 +134,12 @@ def _plant(tables: dict[str, list[dict]], rng: random.Random, rate: float, seed:
     index = {id(r): i for i, r in enumerate(kept)}
     kept.append(dict(rd[repeated]))
     tables["readings"] = kept
-    out.append(_defect("min_above_max", "consistency", "f_readings", ["temp_max", "temp_min"],
+    out.append(_defect("min_above_max", "consistency", "readings", ["temp_max", "temp_min"],
                        "temp_min and temp_max swapped", [index[id(rd[r])] for r in minmax],
                        "readings", seed))
-    out.append(_defect("missing_hours", "coverage", "f_readings", ["station_id", "time"],
+    out.append(_defect("missing_hours", "coverage", "readings", ["station_id", "time"],
                        f"{len(gone)} hourly rows deleted", [], "readings", seed))
-    out.append(_defect("repeated_hour", "uniqueness", "f_readings", ["station_id", "time"],
+    out.append(_defect("repeated_hour", "uniqueness", "readings", ["station_id", "time"],
                        "an hour written twice", [index[id(rd[repeated])], len(kept) - 1],
                        "readings", seed))
     return out

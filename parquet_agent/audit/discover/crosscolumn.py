@@ -144,12 +144,12 @@ def swaps(probe: Probe, table: Table, profiles: dict[str, ColumnProfile]) -> lis
     def inside(col: str, other: str) -> str:
         low, high = ranges[other]
         pad = 0.1 * (high - low)  # type: ignore[operator]
-        return f"{q(col)} BETWEEN {lit(low - pad)} AND {lit(high + pad)}"
+        return f"CAST({q(col)} AS DOUBLE) BETWEEN {lit(low - pad)} AND {lit(high + pad)}"
 
     def far(col: str) -> str:
         low, high = ranges[col]
         w = high - low  # type: ignore[operator]
-        return f"{q(col)} NOT BETWEEN {lit(low - w)} AND {lit(high + w)}"
+        return f"CAST({q(col)} AS DOUBLE) NOT BETWEEN {lit(low - w)} AND {lit(high + w)}"
 
     preds = [f"({inside(a, b)}) AND ({inside(b, a)}) AND ({far(a)}) AND ({far(b)})"
              for a, b in pairs[:60]]
