@@ -15,8 +15,8 @@ from pathlib import Path
 
 import ipywidgets as W
 
-from parquet_agent.audit.html import (escape_text, evaluations_table, finding_html, set_aside_html,
-                                      table_html)
+from parquet_agent.audit.html import (diff_html, escape_text, evaluations_table, finding_html,
+                                      set_aside_html, table_html)
 from parquet_agent.audit.report import AuditReport
 
 TITLES = ("Findings", "Dismissed", "Diff", "Evaluations", "Steps")
@@ -35,8 +35,7 @@ class FindingsExplorer(W.VBox):
         dismissed = W.HTML(set_aside_html(r.dismissed)
                            + (f"<h4>Key collisions</h4>{set_aside_html(r.collisions)}"
                               if r.collisions else ""))
-        diff = W.HTML(table_html([{"status": s, "count": len(k), "keys": ", ".join(k)}
-                              for s, k in r.diff.items()]) + table_html(list(r.rechecks)))
+        diff = W.HTML(diff_html(r))
         evaluations = W.HTML(evaluations_table(r.evaluations))
         steps = W.HTML(table_html([{k: s.get(k) for k in ("step", "tool", "arguments", "gate", "ok",
                                                       "confidence", "critique")} for s in r.steps]))

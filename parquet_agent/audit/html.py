@@ -78,13 +78,36 @@ def set_aside_html(findings) -> str:
         f"{evaluations_table(d.get('evaluations') or [])}</details>" for d in findings) or "<p>none</p>"
 
 
+def _share(measured: dict[str, Any] | None) -> str:
+    if not measured:
+        return ""
+    count, denominator = measured.get("count"), measured.get("denominator")
+    share = f" ({count / denominator:.3%})" if count is not None and denominator else ""
+    return f"{count} of {denominator}{share}"
+
+
+def diff_html(report) -> str:
+    """The diff against the previous audit of the lineage, findings named by their titles: per
+    status the findings, then each re-checked finding's count before and after (an interval of
+    the old share, as a reader would write it, not a list of floats)."""
+    if not report.previous_run:
+        return "<p>no previous audit of this lineage: nothing to compare</p>"
+    titles = {r["key"]: r["title"] for r in report.rechecks}
+    titles.update({f.key: f.title for f in report.findings})
+    rows = [{"status": status, "findings": "; ".join(titles.get(k, k) for k in keys) or "none"}
+            for status, keys in report.diff.items()]
+    rechecked = [{"finding": r["title"], "category": r.get("category"), "status": r["status"],
+                  "before": _share(r.get("before")), "after": _share(r.get("after")),
+                  "old share, 95%": (f"{r['interval'][0]:.3%}–{r['interval'][1]:.3%}"
+                                     if r.get("interval") else ""),
+                  "reason": r.get("reason") or ""} for r in report.rechecks]
+    return (f"<p>against {escape_text(report.previous_run)}: every open finding of it re-counted "
+            f"on this snapshot without the model</p>{table_html(rows)}{table_html(rechecked)}")
+
+
 def render(report) -> bytes:
     counts = report.verdict_counts()
     gates = [{"gate": g, **v} for g, v in counts.items()]
-    diff_rows = [{"status": s, "keys": ", ".join(keys)} for s, keys in report.diff.items()]
-    rechecks = [{"key": r["key"], "title": r["title"], "status": r["status"],
-                 "before": r["before"], "after": r.get("after"), "reason": r.get("reason")}
-                for r in report.rechecks]
     dismissed = set_aside_html(report.dismissed)
     steps = [{k: s.get(k) for k in ("step", "tool", "arguments", "gate", "ok", "confidence",
                                     "critique", "finding_action", "usage", "cost_usd")}
@@ -99,8 +122,7 @@ def render(report) -> bytes:
         + "".join(finding_html(f) for f in report.findings)
         + f"<h2>Dismissed ({len(report.dismissed)})</h2>{dismissed}"
         f"<h2>Key collisions ({len(report.collisions)})</h2>{set_aside_html(report.collisions)}"
-        f"<h2>Diff against {escape_text(report.previous_run or 'no previous run')}</h2>{table_html(diff_rows)}"
-        f"<p>re-checked without the model</p>{table_html(rechecks)}"
+        f"<h2>Diff against {escape_text(report.previous_run or 'no previous run')}</h2>{diff_html(report)}"
         f"<h2>Coverage</h2><pre>{escape_text(json.dumps(report.coverage, indent=1, default=str))}</pre>"
         f"<h2>Every evaluation</h2>{evaluations_table(report.evaluations)}"
         f"<h2>Steps</h2>{table_html(steps)}")

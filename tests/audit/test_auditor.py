@@ -4,8 +4,10 @@ with every verdict, and resume after kill -9. Real workers, real run folders, re
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -97,6 +99,17 @@ def test_baseline_scores_diffs_and_sees_a_repair_resolved(planted, audits, tmp_p
     assert exported["schema_version"] == 1 and exported["diff"]["resolved"] == [md5_key]
     assert (runs / "a1" / "findings.csv").read_text().count("\n") == len(after.findings) + 1
     assert [r["run_id"] for r in store.reopen().runs("filings")] == ["a0", "a1", "a2"]
+    # the Diff tab names findings by title, with counts as a reader writes them (issue 27 item 7:
+    # it showed finding keys and raw records: interval float lists, fingerprints)
+    from parquet_agent.audit.explorer import FindingsExplorer
+
+    diff = FindingsExplorer(third.run_dir).tabs.children[2].value
+    for f in third.findings:
+        assert html.escape(f.title) in diff
+    for r in third.rechecks:
+        assert html.escape(r["title"]) in diff
+        assert r["fingerprint"] not in diff and "interval" not in diff
+    assert not re.search(r"\[0\.\d+, ", diff) and " of " in diff
 
 
 def _call(name: str, **arguments) -> dict:
