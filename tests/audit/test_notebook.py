@@ -76,3 +76,24 @@ def test_the_notebook_plants_audits_scores_and_diffs(tmp_path, monkeypatch):
     assert data["scores"]["model"]["overall"] == data["scores"]["baseline"]["overall"]
     mimes = [m for c in nb.cells if c.cell_type == "code" for o in c.outputs for m in o.get("data", {})]
     assert mimes.count("application/vnd.plotly.v1+json") == 2
+    # the score chart says why a slot is blank (issue 27 item 7): each category with no
+    # precision or recall, per auditor, under the chart
+    figure = next(o["data"]["application/vnd.plotly.v1+json"] for c in nb.cells
+                  if c.cell_type == "code" for o in c.outputs
+                  if "application/vnd.plotly.v1+json" in o.get("data", {}))
+    note = " ".join(a["text"] for a in figure["layout"].get("annotations", [])
+                    if "Blank slots" in a["text"])
+    blank = [(auditor, category, values) for auditor, s in data["scores"].items()
+             for category, values in s["per_category"].items()
+             if values["precision"] is None or not values["recall"]]
+    assert blank  # the sample plants no defect of some categories, or one the baseline misses
+    for auditor, category, values in blank:
+        line = f"{auditor} / {category}: "
+        assert line in note
+        if values["precision"] is None:
+            assert line + "no finding reported, so no precision" in note
+        if values["recall"] is None:
+            assert "no defect of it planted, so no recall" in note.split(line, 1)[1].split("<br>")[0]
+        elif values["recall"] == 0:
+            assert "recall 0: its planted defects were not found" in note.split(line, 1)[1]\
+                .split("<br>")[0]
