@@ -238,9 +238,13 @@ def prepare(
     if src.resolve() == out.resolve():
         raise CorpusError("corpus prepare needs a different --out folder than its source")
     snapshot = CorpusSnapshot.take(src)  # validates every file's schema first
-    out.mkdir(parents=True, exist_ok=True)
     if any(out.glob("*.parquet")):
         raise CorpusError(f"{out} already holds Parquet files; give an empty or new --out folder")
+    if out.is_dir() and any(out.iterdir()):
+        names = ", ".join(sorted(p.name for p in out.iterdir())[:3])
+        raise CorpusError(f"{out} is not empty ({names}, ...): give an empty or new --out folder "
+                          "(nothing there was changed)")
+    out.mkdir(parents=True, exist_ok=True)
     spill = out / f".prepare-spill-{os.getpid()}"
     spill.mkdir()
     files, src_total, src_rows, bad = [], 0, 0, 0

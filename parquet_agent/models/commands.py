@@ -59,6 +59,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run_preflight)
 
 
+def _check_raw_dir(root: Path) -> None:
+    """A --raw-dir must be new, empty or an earlier preflight's (raw files are never written
+    over; its preflight.json is replaced): a folder of other files is refused untouched."""
+    from parquet_agent.errors import UsageError
+
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"--raw-dir {root} is not a folder")
+    if root.is_dir() and any(root.iterdir()) and not (root / "preflight.json").is_file():
+        names = ", ".join(sorted(p.name for p in root.iterdir())[:3])
+        raise UsageError(f"--raw-dir {root} is not empty ({names}, ...) and is no earlier "
+                         "preflight's folder: give a new or empty folder (nothing there was "
+                         "changed)")
+
+
 def run_preflight(args: argparse.Namespace) -> int:
     if getattr(args, "estimate", False):
         from parquet_agent.estimate import estimate_config, estimate_text
@@ -67,6 +81,7 @@ def run_preflight(args: argparse.Namespace) -> int:
         print(estimate_text(estimate_config(load_config(args.config))))
     models, judge = load_model_specs(args.config)
     root = args.raw_dir or Path(tempfile.mkdtemp(prefix="parquet-agent-preflight-"))
+    _check_raw_dir(root)
     root.mkdir(parents=True, exist_ok=True)
     sink = DirectorySink(root)
     print(f"preflight: recording raw exchanges under {root}")

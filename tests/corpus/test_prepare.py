@@ -87,6 +87,13 @@ def test_prepare_refuses_a_folder_with_parquet_files(make_corpus, tmp_path):
         prepare(src, other)
     with pytest.raises(CorpusError, match="different --out"):
         prepare(src, src)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "manifest.json").write_text("mine")  # issue 27 item 4: never written over
+    with pytest.raises(CorpusError, match=r"is not empty \(manifest.json, ...\)"):
+        prepare(src, notes)
+    assert [p.name for p in notes.iterdir()] == ["manifest.json"]
+    assert (notes / "manifest.json").read_text() == "mine"
 
 
 def test_extra_columns_are_dropped_and_recorded(make_corpus, tmp_path):

@@ -186,6 +186,26 @@ def test_refuses_tiny_corpora_and_foreign_files(tmp_path):
     (tmp_path / "y" / "other.parquet").write_bytes(b"")
     with pytest.raises(UsageError, match="other.parquet"):
         build_corpus(tmp_path / "y", rows=600)
+    # issue 27 item 4: no command writes over a folder it did not make; nothing in it changes
+    (tmp_path / "z").mkdir()
+    (tmp_path / "z" / "questions.jsonl").write_text("mine\n")
+    with pytest.raises(UsageError, match="is not empty .questions.jsonl.*holds no corpus that "
+                                         "`corpus build` made"):
+        build_corpus(tmp_path / "z", rows=600)
+    assert [p.name for p in (tmp_path / "z").iterdir()] == ["questions.jsonl"]
+    assert (tmp_path / "z" / "questions.jsonl").read_text() == "mine\n"
+
+
+def test_an_interrupted_build_is_ours_to_finish(tmp_path):
+    out = tmp_path / "c"
+    out.mkdir()
+    (out / ".corpus-build.json").write_text('{"rows": 300, "seed": 1}\n')  # what a kill leaves
+    (out / "2025-01.parquet").write_bytes(b"half")
+    with pytest.raises(UsageError, match="built with --rows 300 --seed 1; building --rows 300 "
+                                         "--seed 2"):
+        build_corpus(out, rows=300, seed=2, jobs=1)
+    result = build_corpus(out, rows=300, seed=1, jobs=1)
+    assert not (out / ".corpus-build.json").exists() and len(result.files) == 6
 
 
 def _row(md: str, label: str, after: str) -> list[int]:

@@ -175,3 +175,26 @@ def test_rubric_judge_is_passed_through_and_skipped_by_preflight(tmp_path):
     assert "rubric -> skipped" in proc.stdout
     # issue 19: the offline judge made no call, so it is skipped, not "answered"
     assert "1/1 model(s) answered, 1 offline skipped (no call)" in proc.stdout
+
+
+def test_preflight_writes_into_no_folder_of_someone_else(tmp_path):
+    """Issue 27 item 4: a --raw-dir holding other files is refused, untouched; an earlier
+    preflight's folder is reused (its raw files are never written over)."""
+    path = tmp_path / "c.toml"
+    path.write_text('[[models]]\nname = "floor"\nprovider = "baseline"\n'
+                    '[judge]\nname = "rubric"\nprovider = "rubric"\n')
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+
+    def preflight(raw: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "parquet_agent", "preflight", str(path),
+                               "--raw-dir", str(raw)], capture_output=True, text=True, timeout=180)
+
+    refused = preflight(mine)
+    assert refused.returncode == 2, refused.stderr
+    assert f"--raw-dir {mine} is not empty (notes.txt, ...)" in refused.stderr
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+    for _ in range(2):  # new, then an earlier preflight's folder again
+        done = preflight(tmp_path / "raw")
+        assert done.returncode == 0, done.stderr

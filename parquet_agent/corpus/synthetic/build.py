@@ -35,6 +35,8 @@ GENERATOR_VERSION = "1"
 MIN_ROWS = 300  # below this the plan has too few periodic reports for 100 questions
 PARALLEL_FROM_ROWS = 20_000  # smaller builds run in-process: starting workers costs more
 QUESTIONS_NAME = "questions.jsonl"
+# written first and removed last: a folder holding it is a build of ours that was interrupted
+BUILDING_NAME = ".corpus-build.json"
 _BATCH_ROWS = 256
 _BATCH_TEXT = 8 * 1024 * 1024
 
@@ -101,6 +103,11 @@ def _check_out(out: Path, rows: int, seed: int = 0, overwrite: bool = False) -> 
         raise UsageError(f"{out} already holds other Parquet files ({', '.join(strangers[:3])}); "
                          "build into an empty folder so the corpus snapshot holds only this build")
     origin = _built_with(out)
+    if origin is None and out.is_dir() and any(out.iterdir()):
+        names = ", ".join(sorted(p.name for p in out.iterdir())[:3])
+        raise UsageError(f"{out} is not empty ({names}, ...) and holds no corpus that `corpus "
+                         "build` made: build into an empty or new folder (nothing there was "
+                         "changed)")
     if origin and (origin.get("rows"), origin.get("seed")) != (rows, seed) and not overwrite:
         raise UsageError(f"{out} holds a corpus built with --rows {origin.get('rows')} --seed "
                          f"{origin.get('seed')}; building --rows {rows} --seed {seed} there would "
@@ -109,13 +116,17 @@ def _check_out(out: Path, rows: int, seed: int = 0, overwrite: bool = False) -> 
 
 
 def _built_with(out: Path) -> dict | None:
-    """The `origin` of the synthetic corpus already in `out` (None when there is none)."""
+    """The `origin` of the synthetic corpus already in `out`, or of a build of ours interrupted
+    there (None when there is neither)."""
     import json
 
     try:
         data = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
+        try:
+            return json.loads((out / BUILDING_NAME).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
     origin = data.get("origin") if isinstance(data, dict) else None
     return origin if isinstance(origin, dict) and data.get("kind") == "synthetic" else None
 
@@ -184,6 +195,8 @@ def build_corpus(out: Path, *, rows: int, seed: int = 0, jobs: int | None = None
     out = Path(out)
     _check_out(out, rows, seed, overwrite)
     out.mkdir(parents=True, exist_ok=True)
+    building = out / BUILDING_NAME
+    building.write_text(f'{{"rows": {rows}, "seed": {seed}}}\n', encoding="utf-8")
     plan = plan_corpus(seed, rows)
     if jobs is None:
         jobs = 1 if rows < PARALLEL_FROM_ROWS else min(2, os.cpu_count() or 1)
@@ -211,5 +224,6 @@ def build_corpus(out: Path, *, rows: int, seed: int = 0, jobs: int | None = None
         "companies": len(plan.companies),
         "questions": len(items),
     })
+    building.unlink()
     return BuildResult(out, seed, rows, tuple(files), len(items), len(plan.companies),
                        time.perf_counter() - started, jobs)
