@@ -81,15 +81,37 @@ def _judge(args: argparse.Namespace) -> int:
     judge = build_judge(args.judge)
     run_dir = args.run_dir.resolve()
     with RunStore(run_dir.parent).open(run_dir, writable=True) as run:
+        if not args.batch and not _negotiated(judge, run):
+            return 1
         result = run.rejudge(judge, cases=args.cases, repeat=args.repeat, batch=args.batch,
                              primary=args.primary, progress=CountLines("judge", "judged"))
-    print(f"judging {result.judging}: {len(result.judged)} judged now, {result.already} before")
-    for key, why in list(result.pending.items())[:20]:
-        print(f"  pending {key}: {why}")
+    print(f"judging {result.judging}: {result.summary()}")
     for cid, why in list(result.skipped.items())[:20]:
         print(f"  skipped {cid}: {why}")
     _export(args, run_dir)
-    return 1 if result.pending else 0
+    return 1 if result.pending or (result.judged and len(result.unscored) == len(result.judged)) \
+        else 0
+
+
+def _negotiated(judge, run) -> bool:
+    """Find how the judge's server takes a structured judgment (`judge.negotiate`) and ask that
+    way; False (said on stderr, nothing judged) when it cannot judge or does not answer."""
+    import sys
+
+    from parquet_agent.files import utc_now
+    from parquet_agent.judge.negotiate import negotiate
+
+    stamp = utc_now().replace(":", "").replace("-", "")
+    found = negotiate(judge, run.raw, f"judge-format/{judge.model.name}-{stamp}")
+    if not found.can_judge:
+        print(f"parquet-agent: judge {judge.model.name!r}: {found.summary()}; nothing was judged "
+              "(every case stays pending: run the command again once the judge can judge)",
+              file=sys.stderr)
+        return False
+    judge.output_mode = found.mode
+    if found.mode is not None:
+        print(f"judge {judge.model.name}: {found.summary()}")
+    return True
 
 
 def _judge_awaiting(args: argparse.Namespace) -> int:
@@ -110,6 +132,8 @@ def _judge_awaiting(args: argparse.Namespace) -> int:
             print(f"{run_dir}: no case awaits judgment")
             return 0
         judge = config_judge(config, build_model_or_judge(config.judge, None))
+        if not args.batch and not _negotiated(judge, run):
+            return 1
         result = judge_pending(run, judge, batch=args.batch,
                                polling=Polling(max_wait_s=config.judge.batch_wait_s),
                                progress=CountLines("judge", "judged"))

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 PAIR_COLUMNS = ("a", "b", "n", "verdict_agreement", "accuracy_low", "accuracy_high", "kappa",
                 "kappa_low", "kappa_high", "scored_pairs", "spearman", "spearman_low",
-                "spearman_high", "mae", "mae_low", "mae_high")
+                "spearman_high", "mae", "mae_low", "mae_high", "why")
 
 
 def judgments_frame(run: Run) -> pd.DataFrame:
@@ -43,12 +43,13 @@ def judgments_frame(run: Run) -> pd.DataFrame:
                 "correctness": j.correctness if j.scored else None,
                 "citation_support": j.citation_support if j.scored else None,
                 "prompt_version": (j.provenance or {}).get("prompt_version"),
+                "unscored_reason": None if j.scored else j.unscored_reason,
                 "numeric_match": checks.get("numeric_match"),
                 "citations_received": (checks.get("citations_covered") == count) if count
                 else None})
     return pd.DataFrame(rows, columns=[
         "case_id", "model", "strategy", "judge", "judge_name", "repeat", "scored", "verdict",
-        "correctness", "citation_support", "prompt_version", "numeric_match",
+        "correctness", "citation_support", "prompt_version", "unscored_reason", "numeric_match",
         "citations_received"])
 
 
@@ -68,7 +69,8 @@ def agreement_tables(run: Run, *, seed: int = 0) -> dict[str, pd.DataFrame]:
         fa, fb = _first(frame, a), _first(frame, b)
         stats = pair_agreement(fa["verdict"], fb["verdict"], fa["correctness"],
                                fb["correctness"], seed=seed)
-        pairs.append({"a": a, "b": b, **stats})
+        pairs.append({"a": a, "b": b, **stats,
+                      "why": _why_none((a, fa), (b, fb)) if not stats["n"] else None})
     repeats = []
     for judge in judges:
         rows = frame[frame["judge"] == judge]
@@ -84,15 +86,38 @@ def agreement_tables(run: Run, *, seed: int = 0) -> dict[str, pd.DataFrame]:
                 ("citations", cited["citation_support"] >= 50, cited["citations_received"])):
             stats = pair_agreement(ours.map(_yes_no), theirs.astype(bool).map(_yes_no),
                                    seed=seed)
+            why = None
+            if not stats["n"]:
+                why = (_why_none((judge, f)) if not f["verdict"].notna().any() else
+                       "no judged case whose reference states a figure" if name == "numeric"
+                       else "no judged answer cites a span")
             checks.append({"judge": judge, "check": name, "n": stats["n"],
                            "agreement": stats["verdict_agreement"], "kappa": stats["kappa"],
-                           "kappa_low": stats["kappa_low"], "kappa_high": stats["kappa_high"]})
+                           "kappa_low": stats["kappa_low"], "kappa_high": stats["kappa_high"],
+                           "why": why})
     return {"judgments": frame, "pairs": pd.DataFrame(pairs, columns=list(PAIR_COLUMNS)),
             "repeats": pd.DataFrame(repeats, columns=[
                 "judge", "cases", "repeats", "flip_rate", "flip_rate_low", "flip_rate_high",
                 "verdict_flip_rate", "score_spread"]),
             "checks": pd.DataFrame(checks, columns=["judge", "check", "n", "agreement", "kappa",
-                                                    "kappa_low", "kappa_high"])}
+                                                    "kappa_low", "kappa_high", "why"])}
+
+
+def _why_none(*judges: tuple[str, pd.DataFrame]) -> str:
+    """Why no case has a verdict from every one of `judges`: what each scored, and the most
+    common reason its judgments went unscored."""
+    parts = []
+    for name, rows in judges:
+        verdicts = rows["verdict"].notna()
+        part = f"{name} gave {int(verdicts.sum())} verdict(s) of {len(rows)} judgment(s)"
+        reasons = rows.loc[~verdicts, "unscored_reason"].dropna()
+        if len(reasons):
+            top = reasons.value_counts()
+            part += f" ({top.iloc[0]} x unscored: {str(top.index[0])[:160]})"
+        parts.append(part)
+    if all(rows["verdict"].notna().any() for _, rows in judges):
+        parts.append("no case has a verdict from both")
+    return "; ".join(parts)
 
 
 def _yes_no(value: bool) -> str:

@@ -22,7 +22,11 @@ as recorded; the cited spans' text and `answerable` come from the run's own judg
 the case was judged, or from its `judgment_pending` event when it awaits a batch judgment (no
 corpus read), else the spans are left unlooked-up (said in provenance). `verdict_events` is
 the one way a verdict becomes journal events (the run's judge, batch or not, and re-judgings).
-No agent is called. The judging id is the judge's name and a hash of its provenance, so the same
+No agent is called. A judgment that could not be obtained (the judge's call failed: unreachable,
+refused) is not recorded as judged: its attempts are journaled, it stays pending with the
+reason, and the same judging asks it again next time; one the judge gave that did not parse, or
+an input that does not fit the judge's context, is recorded unscored (asking again would give
+the same). The judging id is the judge's name and a hash of its provenance, so the same
 judge again resumes its journal: a (case, repeat) already judged is never asked again; only a
 request in flight at a kill can be (one at a time); by batch, the ledger finds the batch id
 and fetches its results instead of paying again.
@@ -64,6 +68,32 @@ class JudgingResult:
     already: int = 0  # judged before this call (a resume)
     pending: dict[str, str] = field(default_factory=dict)  # "<case>#<repeat>" -> why not
     skipped: dict[str, str] = field(default_factory=dict)  # case -> why it has nothing to judge
+    # "<case>#<repeat>" judged now but unscored (the judge answered; its judgment did not parse,
+    # or the input does not fit): recorded, never asked again by this judging
+    unscored: dict[str, str] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """"N scored, M unscored now (K before); P pending", and the reasons, grouped."""
+        scored = len(self.judged) - len(self.unscored)
+        text = (f"{scored} scored, {len(self.unscored)} unscored now ({self.already} judged "
+                f"before)")
+        if self.pending:
+            text += f"; {len(self.pending)} pending (not obtained: asked again next time)"
+        for what, reasons in (("unscored", self.unscored), ("pending", self.pending)):
+            for reason, n in grouped(reasons.values()):
+                text += f"\n  {n:>4} x {what}: {reason}"
+        return text
+
+
+def grouped(reasons: Iterable[str], width: int = 160) -> list[tuple[str, int]]:
+    """Distinct reasons with counts, most frequent first; grouped by their first `width`
+    characters, as `store.status` groups case reasons (request ids further on differ)."""
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        text = " ".join(str(reason).split())
+        text = text if len(text) <= width else text[: width - 1] + "…"
+        counts[text] = counts.get(text, 0) + 1
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
 
 def judging_id(judge: Judge) -> str:
@@ -157,6 +187,7 @@ def _judge_cases(run, judge, jid, journal, cases, repeat, batch, primary, pollin
             if (cid, k) not in done:
                 todo[f"{cid}/rejudge-{jid}-r{k:02d}"] = (cid, k, inp, notes)
     pending: dict[str, str] = {}
+    unscored: dict[str, str] = {}
     judged: list[str] = []
     progress(0, len(todo), f"{len(done)} judged before" if done else "")
     if batch:
@@ -167,18 +198,27 @@ def _judge_cases(run, judge, jid, journal, cases, repeat, batch, primary, pollin
         journal.append_many([e for label, v in verdicts.items()
                              for e in _events(v, jid, *todo[label][:2], todo[label][3])])
         judged = [f"{todo[label][0]}#{todo[label][1]}" for label in verdicts]
+        unscored = {f"{todo[label][0]}#{todo[label][1]}": v.unscored_reason or ""
+                    for label, v in verdicts.items() if not v.scored}
         pending = {f"{todo[label][0]}#{todo[label][1]}": why for label, why in waiting.items()}
         progress(len(judged), len(todo), f"by batch, {len(pending)} pending" if pending else
                  "by batch")
     else:
         for label, (cid, k, inp, notes) in todo.items():
             verdict = judge.judge(inp, sink=run.raw, label=label)
+            if verdict.call_error is not None:  # not obtained: asked again next time
+                journal.append_many([JudgeAttempt(label=a.label, attempt=a)
+                                     for a in verdict.attempts])
+                pending[f"{cid}#{k}"] = verdict.unscored_reason or "judge call failed"
+                continue
             journal.append_many(_events(verdict, jid, cid, k, notes))
             judged.append(f"{cid}#{k}")
+            if not verdict.scored:
+                unscored[f"{cid}#{k}"] = verdict.unscored_reason or "no reason recorded"
             progress(len(judged), len(todo), f"{cid}, repeat {k}" if repeat > 1 else cid)
     if primary:
         set_primary(run, jid)
-    return JudgingResult(jid, tuple(judged), len(done), pending, skipped)
+    return JudgingResult(jid, tuple(judged), len(done), pending, skipped, unscored)
 
 
 def _events(verdict: Verdict, jid: str, case_id: str, repeat: int,

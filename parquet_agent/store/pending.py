@@ -32,6 +32,7 @@ from parquet_agent.judge.batch import judge_in_batches
 from parquet_agent.models.batch import FileLedger, Polling
 from parquet_agent.store.judging import (JUDGMENTS_DIR, RUN_JUDGE, Progress, case_input,
                                          verdict_events)
+from parquet_agent.transcript import JudgeAttempt
 
 if TYPE_CHECKING:
     from parquet_agent.judge import Judge
@@ -76,11 +77,19 @@ def judge_pending(run: Run, judge: Judge, *, batch: bool = True, polling: Pollin
             inputs[label] = inp
     tell = progress or (lambda done, total, what: None)
     tell(0, len(inputs), "by batch" if batch else "")
-    if not batch:
+    if not batch:  # a judgment not obtained (the call failed) keeps its case awaiting
+        judged, waiting = [], {}
         for n, (label, inp) in enumerate(inputs.items(), 1):
-            _record(run, labels[label], judge.judge(inp, sink=run.raw, label=label), judge)
+            verdict = judge.judge(inp, sink=run.raw, label=label)
+            if verdict.call_error is not None:
+                run.journal(labels[label]).append_many(
+                    [JudgeAttempt(label=a.label, attempt=a) for a in verdict.attempts])
+                waiting[labels[label]] = verdict.unscored_reason or "judge call failed"
+            else:
+                _record(run, labels[label], verdict, judge)
+                judged.append(labels[label])
             tell(n, len(inputs), labels[label])
-        return PendingResult(tuple(labels[label] for label in inputs))
+        return PendingResult(tuple(judged), waiting)
     try:
         verdicts, waiting = judge_in_batches(
             judge, inputs, run.raw, FileLedger(run.dir / JUDGMENTS_DIR / LEDGER),
