@@ -221,7 +221,8 @@ class _Session:
             try:
                 result = self.model.complete(request, self.raw)
             except ModelCallError as exc:
-                self.record(AuditFinished("failed", f"step {n}: the auditor model failed: {exc}"))
+                self.record(AuditFinished("failed", f"step {n}: the auditor model failed: {exc}",
+                                          sum(a.cost.usd is None for a in exc.attempts)))
                 return
             self.record(StepModel(**_model_step(n, result)))
             pending = self.state.pending

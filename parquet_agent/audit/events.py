@@ -109,6 +109,7 @@ class AuditFinished:
     EVENT: ClassVar[str] = "audit_finished"
     status: str  # complete | incomplete | failed
     reason: str
+    unpriced_attempts: int = 0  # a failed model call's attempts whose cost is unknown
 
 
 AUDIT_EVENTS = EventFamily.of("audit", AuditStarted, HistoryChecked, CandidatesFound,

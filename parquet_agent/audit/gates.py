@@ -19,6 +19,7 @@ from typing import Any, Callable, Protocol
 
 from parquet_agent.errors import ConfigError, ModelCallError
 from parquet_agent.models.protocol import (
+    total_cost,
     GenerationSettings,
     Model,
     ModelRequest,
@@ -117,7 +118,7 @@ class ModelEvaluator:
         verdict, critique = parse_verdict(result.reply.text)
         usage = {"input_tokens": result.reply.usage.input_tokens,
                  "output_tokens": result.reply.usage.output_tokens,
-                 "cost_usd": sum(a.cost.usd or 0.0 for a in result.attempts)}
+                 "cost_usd": total_cost(result.attempts)}  # None when any is unpriced
         return Evaluation(gate, self.name, step, verdict, critique, shown, paths, usage)
 
 

@@ -84,8 +84,8 @@ class AuditReport:
             diff=_diff(state), previous_run=state.history.previous_run if state.history else None,
             model=started.model if started else {}, rechecks=tuple(state.rechecks),
             collisions=tuple(state.collisions), contract=tuple(state.contract),
-            tokens=state.tokens,
-            cost_usd=state.cost_usd if state.cost_known else None)
+            tokens=state.tokens + state.judge_tokens,  # the judges' too
+            cost_usd=state.cost_usd + state.judge_cost_usd if state.cost_known else None)
 
     def finding(self, key: str) -> Finding:
         """The committed finding with this key; UsageError listing the keys otherwise."""

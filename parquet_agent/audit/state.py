@@ -57,6 +57,8 @@ class AuditState:
     tokens: int = 0
     cost_usd: float = 0.0
     cost_known: bool = True
+    judge_tokens: int = 0  # gate evaluators' (LLM judges') tokens and cost
+    judge_cost_usd: float = 0.0
     concluded: dict[str, Any] | None = None
     finished: AuditFinished | None = None
 
@@ -82,10 +84,13 @@ class AuditState:
             self.model_step(payload)
         elif isinstance(payload, EvaluationEvent):
             self.evaluations.append(payload.evaluation)
+            self.judged(payload.evaluation.get("usage"))
         elif isinstance(payload, StepDone):
             self.apply(payload)
         elif isinstance(payload, AuditFinished):
             self.finished = payload
+            if getattr(payload, "unpriced_attempts", 0):
+                self.cost_known = False
 
     @property
     def next_step(self) -> int:
@@ -95,6 +100,16 @@ class AuditState:
     def rechecks(self) -> list[dict[str, Any]]:
         """The previous run's open findings, re-counted on this snapshot (none before)."""
         return self.history.rechecks if self.history is not None else []
+
+    def judged(self, usage: dict[str, Any] | None) -> None:
+        """A gate evaluator's tokens and cost, counted in the audit's totals (not its budget)."""
+        if not usage:
+            return
+        self.judge_tokens += (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
+        if usage.get("cost_usd") is None:
+            self.cost_known = False
+        else:
+            self.judge_cost_usd += usage["cost_usd"]
 
     def model_step(self, step: StepModel) -> None:
         self.pending = step
