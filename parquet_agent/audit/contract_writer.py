@@ -107,7 +107,8 @@ def _column_entry(ref: str, kind: str, profile: dict[str, Any]) -> tuple[str, An
         return "freshness", FreshnessCheck(column=ref, not_before=str(values["max"]))
     if is_numeric(kind):
         low, high = values.get("min"), values.get("max")
-        if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in (low, high)):
+        if not (isinstance(low, (int, float)) and isinstance(high, (int, float))
+                and math.isfinite(low) and math.isfinite(high)):
             return "", None
         whole = kind.upper().startswith(("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "U"))
         return "ranges", RangeCheck(column=ref, min=int(low) if whole else low,

@@ -44,7 +44,7 @@ import tomllib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Callable, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -357,5 +357,5 @@ def _freshness(cid: str, entry: FreshnessCheck, dataset: Dataset, now: datetime)
         examples_sql=f"SELECT {latest} AS latest FROM {view} HAVING {latest} IS NULL OR {stale}"))
 
 
-_CHECKERS = {"references": _reference, "ranges": _range, "allowed": _allowed,
+_CHECKERS: dict[str, Callable[[str, Any, Dataset, datetime], Check]] = {"references": _reference, "ranges": _range, "allowed": _allowed,
              "patterns": _pattern, "freshness": _freshness}

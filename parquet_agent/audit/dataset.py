@@ -168,13 +168,13 @@ class Dataset:
 
     def resolve(self, ref: str) -> tuple[Table, Column] | None:
         """The table and column a ref names (None: no such column)."""
-        if self.single:
-            table, name = self.tables[0], ref
-        else:
+        table: Table | None = self.tables[0]
+        name = ref
+        if not self.single:
             head, dot, name = ref.partition(".")
             table = next((t for t in self.tables if t.name == head), None)
-            if table is None or not dot:
-                return None
+        if table is None or (not self.single and not dot):
+            return None
         column = table.column(name)
         return None if column is None else (table, column)
 

@@ -89,11 +89,13 @@ def find_sources(path: str | Path, convert_dir: str | Path | None = None) -> Sou
         raise UsageError(f"{given} does not exist: give a Parquet, CSV or JSON-lines file or a "
                          "folder of them")
     target = given.resolve()
+    ignored: list[dict[str, str]]
     if target.is_file():
         if data_format(target.name) is None:
             raise UsageError(f"{given} is not a data file the audit reads (Parquet, CSV, TSV or "
                              "JSON lines: .parquet, .csv, .tsv, .jsonl, .ndjson)")
-        root, found, ignored = target.parent, [(target.name, "", ())], []
+        found: list[tuple[str, str, tuple]] = [(target.name, "", ())]
+        root, ignored = target.parent, []
     else:
         root = target
         found, ignored = _walk(root)

@@ -161,14 +161,21 @@ class AuditTools:
         if any(non_finite.values()):
             output["non_finite"] = non_finite
         exact_top = (output["distinct_approx"] or 0) <= budget.exact_distinct
-        parts = [("top_values", profile.top_sql(view, name, exact_top)),
-                 ("per_file", profile.per_file_sql(view, name, col.type))]
+        parts = [("per_file", profile.per_file_sql(view, name, col.type))]
+        if profile.near_unique(output["distinct_approx"] or 0, output["rows"] - output["nulls"],
+                               budget):
+            output["top_values"] = []
+            output["top_values_skipped"] = "near-unique: nearly every value occurs once"
+        else:
+            parts.insert(0, ("top_values", profile.top_sql(view, name, exact_top)))
         for key, sql in parts:
             part = self.run_query(sql)
             if not part.ok:
                 return dataclasses.replace(part, name="get_stats", arguments=args)
             output[key] = [profile.record(part.output["columns"], r) for r in part.output["rows"]]
-        approximate = profile.approximate_parts(col.type, exact_values, exact_top, col.nested)
+        approximate = profile.approximate_parts(col.type, exact_values,
+                                                exact_top or "top_values_skipped" in output,
+                                                col.nested)
         if col.nested:
             problem = self._leaves(table, col, output)
             if problem is not None:
