@@ -1,12 +1,12 @@
 """Outliers that are defects, not tails: values isolated from every neighbour, and values
 outside the physical domain their column's name declares.
 
-Isolation is tested on each tail separately, scale-aware: the 50 most extreme values of a side,
+Isolation is tested on each tail separately, scale-aware: the 80 most extreme values of a side,
 as excesses over the median, on a log scale (a power-law tail becomes exponential there, and
 a light tail becomes lighter, so heavy-tailed real data -- long delays, a 747's seats, stock
 prices -- does not look isolated). Under an exponential tail the normalised spacings
 `i * (y_i - y_(i+1))` of the top order statistics are independent with one scale; the values
-above gap `r` (r <= 5) are isolated when that gap's normalised spacing exceeds `THRESHOLD` times
+above gap `r` (r <= 20) are isolated when that gap's normalised spacing exceeds `THRESHOLD` times
 the mean of the spacings below it, and the excess jumps at least `MIN_RATIO`-fold across the gap.
 A value whose negation sits inside the column's central range is said to look sign-flipped.
 
@@ -23,8 +23,8 @@ import re
 from parquet_agent.audit.discover.base import NUMERIC, Candidate, Probe, Table, candidate, q
 from parquet_agent.audit.discover.profile import ColumnProfile
 
-TAIL = 50
-MAX_BLOCK = 5
+TAIL = 80
+MAX_BLOCK = 20  # at most this many values above one gap (and a third of the tail read)
 THRESHOLD = 8.0
 MIN_RATIO = 3.0
 MIN_VALUES = 30
@@ -42,7 +42,7 @@ def isolated(values: list[float], median: float) -> tuple[int, float] | None:
         return None
     logs = [math.log(e) for e in excess]
     spacings = [(i + 1) * (logs[i] - logs[i + 1]) for i in range(len(logs) - 1)]
-    for r in range(min(MAX_BLOCK, len(spacings) // 4), 0, -1):
+    for r in range(min(MAX_BLOCK, len(spacings) // 3), 0, -1):
         below = spacings[r:]
         scale = sum(below) / len(below)
         if scale <= 0:

@@ -154,7 +154,7 @@ def repeats(table: Table, axis: Axis, group: str | None, rows: int, keys: int) -
         f"but {rows - keys} of {rows} rows: an instant given twice",
         f"({key}) IN (SELECT {key} FROM {table.view} WHERE {_present(axis, group)} "
         f"GROUP BY ALL HAVING count(*) > 1)",
-        note=table.sampled, support={"rows": rows, "keys": keys})
+        support={"rows": rows, "keys": keys})
 
 
 def find(probe: Probe, table: Table, profiles: dict[str, ColumnProfile]) -> list[Candidate]:
@@ -167,6 +167,11 @@ def find(probe: Probe, table: Table, profiles: dict[str, ColumnProfile]) -> list
         interval = step(probe, table, axis, group)
         if interval is None:
             continue
+        if table.sampled:  # a repeated instant is one row: count the whole table
+            key_sql = axis.expr if group is None else f"{q(group)}, {axis.expr}"
+            row = probe.one(f"SELECT count(*) AS n, count(DISTINCT ({key_sql})) AS d "
+                            f"FROM {table.view} WHERE {_present(axis, group)}")
+            rows, keys = int(row["n"]), int(row["d"])
         out += [c for c in (gaps(probe, table, axis, group, interval),
                             repeats(table, axis, group, rows, keys)) if c is not None]
     return out
