@@ -34,10 +34,12 @@ DOMAINS = ((re.compile(r"(^|[^a-z])(lat|latitude)$", re.IGNORECASE), -90.0, 90.0
            (re.compile(r"(percent|pct)$", re.IGNORECASE), 0.0, 100.0))
 
 
-def isolated(values: list[float], median: float) -> tuple[int, float] | None:
+def isolated(values: list[float], median: float, floor: float = 0.0) -> tuple[int, float] | None:
     """(how many of the top `values` are isolated, a threshold between them and the rest), or
-    None. `values` are one tail's most extreme values, most extreme first."""
-    excess = [v - median for v in values if v - median > 0]
+    None. `values` are one tail's most extreme values, most extreme first; only excesses over
+    the median above `floor` (the quartile's) are the tail (near the median, log-excesses
+    spread without meaning)."""
+    excess = [v - median for v in values if v - median > max(floor, 0.0)]
     if len(excess) < 10:
         return None
     logs = [math.log(e) for e in excess]
@@ -94,7 +96,9 @@ def _column(table: Table, column: str, p: ColumnProfile, high: list, low: list) 
         return out
     central = (p.quantile(0.05), p.quantile(0.95))
     for side, values in (("above", [float(v) for v in high]), ("below", [-float(v) for v in low])):
-        hit = isolated(values, median if side == "above" else -median)
+        quartile = p.quantile(0.75) if side == "above" else -p.quantile(0.25)  # type: ignore[operator]
+        centre = median if side == "above" else -median
+        hit = isolated(values, centre, (quartile or centre) - centre)
         if hit is None:
             continue
         r, cut = hit
