@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # the exporter loads no pandas for a run that was never re-judged
+    import pandas as pd
 
 TABLES = (("pairs", "Judge vs judge"), ("repeats", "The same judge repeated"),
           ("checks", "Judges vs the deterministic checks"))
