@@ -64,8 +64,8 @@ def make_run(work: Path) -> Path:
         _cli("corpus", "index", str(corpus))
     run_dir = work / "runs" / "lab-demo"
     if not (run_dir / "cases-index.json").exists():
-        from parquet_agent.experiment import Experiment
-        from parquet_agent.experiment_commands import demo_config
+        from parquet_agent.experiment.runner import Experiment
+        from parquet_agent.cli.experiment import demo_config
 
         config = demo_config(corpus, work / "runs", sample_n=8)
         Experiment(config, progress=False).run(run_dir)
@@ -83,8 +83,8 @@ def make_priced_run(work: Path, name: str = "lab-priced", variant: int = 0) -> P
     import threading
 
     from parquet_agent.corpus.questions import load_questions
-    from parquet_agent.experiment import Experiment
-    from parquet_agent.experiment_config import ExperimentConfig
+    from parquet_agent.experiment.runner import Experiment
+    from parquet_agent.experiment.config import ExperimentConfig
     from parquet_agent.models.fakes import FakeReply, FakeToolCall, openai_server
     from parquet_agent.models.fakes.server import http_error
 

@@ -27,8 +27,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from parquet_agent.corpus.questions import load_questions  # noqa: E402
-from parquet_agent.experiment import Experiment  # noqa: E402
-from parquet_agent.experiment_config import ExperimentConfig  # noqa: E402
+from parquet_agent.experiment.runner import Experiment  # noqa: E402
+from parquet_agent.experiment.config import ExperimentConfig  # noqa: E402
 from parquet_agent.models.fakes import FakeReply, FakeToolCall, openai_server  # noqa: E402
 from parquet_agent.transcript import RunFinished  # noqa: E402
 

@@ -165,9 +165,9 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the run folder")
     args = ap.parse_args()
 
-    from parquet_agent.experiment import Experiment
+    from parquet_agent.experiment.runner import Experiment
     from parquet_agent.corpus.sample import ensure_sample
-    from parquet_agent.experiment_config import load_config
+    from parquet_agent.experiment.config import load_config
 
     py = server_venv(args.wheels)
     gguf = model_path(py)
@@ -228,7 +228,7 @@ def _rubric_beside(run) -> dict:
 
     from parquet_agent.judge import Judge, RubricJudgeModel
     from parquet_agent.store import RunStore
-    from parquet_agent.store.judging import appended_judgments
+    from parquet_agent.judge.rejudge import appended_judgments
     from parquet_agent.transcript import JudgeFormat, Judgment
 
     fmt = [e.payload for e in run.run_events() if isinstance(e.payload, JudgeFormat)]

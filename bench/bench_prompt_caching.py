@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from parquet_agent.agent import system_prompt
+from parquet_agent.agent.loop import system_prompt
 from parquet_agent.models import DirectorySink, ModelSpec, build_model
 from parquet_agent.models.fakes import FakeReply, FakeToolCall, PromptCache, anthropic_server
 from parquet_agent.models.fakes.cache_case import run_cached_case

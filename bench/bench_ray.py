@@ -33,7 +33,7 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from parquet_agent.experiment import Experiment  # noqa: E402
+from parquet_agent.experiment.runner import Experiment  # noqa: E402
 from parquet_agent.memory import TreeMemory  # noqa: E402
 from parquet_agent.corpus.sample import ensure_sample  # noqa: E402
 from parquet_agent.models.fakes import openai_server  # noqa: E402

@@ -45,8 +45,8 @@ def build_corpus(work: Path) -> Path:
 
 
 def make_run(work: Path, corpus: Path) -> tuple[Path, float]:
-    from parquet_agent.experiment import Experiment
-    from parquet_agent.experiment_config import ExperimentConfig
+    from parquet_agent.experiment.runner import Experiment
+    from parquet_agent.experiment.config import ExperimentConfig
 
     run_dir = work / "runs" / "bench-400"
     if (run_dir / "manifest.json").exists():

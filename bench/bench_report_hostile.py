@@ -44,7 +44,7 @@ def answer_text(full_random: bool) -> str:
 
 
 def make_run(work: Path, full_random: bool) -> Path:
-    from parquet_agent.experiment import Experiment
+    from parquet_agent.experiment.runner import Experiment
     from parquet_agent.models.fakes import FakeReply, openai_server
     from tests.engine.grid import write_config
     from tests.harness_corpus import make_harness_corpus

@@ -99,8 +99,8 @@ def _timed_pair(pruned: Tools, scan: Tools, query: str, repeats: int) -> dict:
 
 
 def _grid(folder: Path, n: int, skip_index: bool) -> dict:
-    from parquet_agent.experiment import Experiment
-    from parquet_agent.experiment_config import ExperimentConfig
+    from parquet_agent.experiment.runner import Experiment
+    from parquet_agent.experiment.config import ExperimentConfig
 
     runs = Path(tempfile.mkdtemp(prefix="bench_skip_grid_"))
     config = ExperimentConfig.from_dict({

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from parquet_agent.experiment_config import ExperimentConfig
+from parquet_agent.experiment.config import ExperimentConfig
 from parquet_agent.models.factory import build_model
 from parquet_agent.models.fakes import FakeReply, FakeToolCall, openai_server
 from parquet_agent.models.protocol import ModelRequest, SystemMessage, ToolMessage, UserMessage

@@ -17,20 +17,19 @@ and they must not pay for the model SDKs, pandas or the widgets.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from parquet_agent.lazy import lazy_names
 
 __version__ = "0.1.0"
 
 _PUBLIC = {
-    "Agent": "parquet_agent.agent",
-    "AgentLimits": "parquet_agent.agent",
+    "Agent": "parquet_agent.agent.loop",
+    "AgentLimits": "parquet_agent.agent.loop",
     "AuditReport": "parquet_agent.audit.report",
     "Auditor": "parquet_agent.audit.auditor",
     "CaseExplorer": "parquet_agent.explore",
     "CorpusSnapshot": "parquet_agent.corpus.snapshot",
-    "Experiment": "parquet_agent.experiment",
-    "ExperimentConfig": "parquet_agent.experiment_config",
+    "Experiment": "parquet_agent.experiment.runner",
+    "ExperimentConfig": "parquet_agent.experiment.config",
     "FindingsStore": "parquet_agent.audit.store",
     "Judge": "parquet_agent.judge",
     "ParquetAgentError": "parquet_agent.errors",
@@ -42,17 +41,4 @@ _PUBLIC = {
 }
 
 __all__ = sorted(_PUBLIC)
-
-
-def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'parquet_agent' has no attribute {name!r}")
-    loaded = importlib.import_module(module)
-    value = loaded if name == "charts" else getattr(loaded, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _PUBLIC)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from parquet_agent.errors import ConfigError, ResumeRefusedError
-from parquet_agent.experiment import Experiment
-from parquet_agent.experiment_config import ExperimentConfig
+from parquet_agent.experiment.runner import Experiment
+from parquet_agent.experiment.config import ExperimentConfig
 from parquet_agent.tools import Tools
 from parquet_agent.tools.action_gate import ActionGate, GateEvaluation, query_rules
 from tests.harness_corpus import make_harness_corpus

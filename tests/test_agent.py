@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from parquet_agent.agent import FINAL_ANSWER_PROMPT, Agent, AgentLimits
+from parquet_agent.agent.loop import FINAL_ANSWER_PROMPT, Agent, AgentLimits
 from parquet_agent.corpus.questions import load_questions
 from parquet_agent.errors import ModelCallError
-from parquet_agent.experiment_config import ExperimentConfig
+from parquet_agent.experiment.config import ExperimentConfig
 from parquet_agent.models.protocol import ToolCall, ToolMessage, UserMessage
 from parquet_agent.models.scripted import ScriptedModel
 from parquet_agent.store import RunStore, freeze
@@ -173,7 +173,7 @@ def test_token_cap_stops_the_case_without_another_request(corpus, tools, run):
 
 
 def test_each_attempt_records_its_role_and_the_journal_tallies_as_the_agent(corpus, tools, run):
-    from parquet_agent.store.fold import fold_case
+    from parquet_agent.analysis.fold import fold_case
     from parquet_agent.transcript import ModelAttempt
 
     model = ScriptedModel([ToolCall("a", "describe_corpus", {}),

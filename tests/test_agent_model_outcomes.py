@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from parquet_agent.agent import TRUNCATED_PROMPT, Agent
+from parquet_agent.agent.loop import TRUNCATED_PROMPT, Agent
 from parquet_agent.corpus.questions import load_questions
 from parquet_agent.models import DirectorySink
 from parquet_agent.models.fakes import FakeReply, FakeToolCall, RawResponse, openai_server

@@ -10,9 +10,9 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from parquet_agent.estimate import case_tokens, check_text, estimate_config, total
-from parquet_agent.experiment_commands import demo_config, summary_text
-from parquet_agent.experiment_config import load_config
+from parquet_agent.experiment.estimate import case_tokens, check_text, estimate_config, total
+from parquet_agent.cli.experiment import demo_config, summary_text
+from parquet_agent.experiment.config import load_config
 from parquet_agent.models.fakes import openai_server
 from parquet_agent.store.readable import cost_text
 from tests.test_experiment import _answer_script

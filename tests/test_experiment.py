@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from parquet_agent.errors import ResumeRefusedError, SnapshotChangedError, StaleIndexError
-from parquet_agent.experiment import Experiment
-from parquet_agent.experiment_commands import demo_config
-from parquet_agent.experiment_config import ExperimentConfig
+from parquet_agent.experiment.runner import Experiment
+from parquet_agent.cli.experiment import demo_config
+from parquet_agent.experiment.config import ExperimentConfig
 from parquet_agent.models.fakes import FakeReply, FakeToolCall, openai_server
 from parquet_agent.store import (
     CorpusDrift,

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from parquet_agent.errors import ConfigError
-from parquet_agent.experiment_config import (
+from parquet_agent.experiment.config import (
     ExperimentConfig,
     Limits,
     Sample,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from parquet_agent.lab import (
+from parquet_agent.cli.lab import (
     HOOK,
     KERNEL_NAME,
     install_kernel,

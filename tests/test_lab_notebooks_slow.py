@@ -59,7 +59,7 @@ def lab(tmp_path_factory):
     """`parquet-agent lab` over a copy of the notebooks (as root here: CI runs as root, and the
     command must then start Lab by itself); yields (url, token, root)."""
     pytest.importorskip("jupyterlab", reason="the lab extra: pip install -e '.[lab]'")
-    from parquet_agent.lab import KERNEL_NAME, install_kernel, install_server_config
+    from parquet_agent.cli.lab import KERNEL_NAME, install_kernel, install_server_config
 
     home = tmp_path_factory.mktemp("lab")
     root = home / "root"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from parquet_agent.errors import ResumeRefusedError, UsageError
-from parquet_agent.experiment import Experiment
+from parquet_agent.experiment.runner import Experiment
 from parquet_agent.models.fakes import http_error, openai_server
 from parquet_agent.store import RunStore
 from tests.test_experiment import _answer_script

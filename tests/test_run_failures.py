@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from parquet_agent.experiment import Experiment
-from parquet_agent.experiment_commands import demo_config
-from parquet_agent.experiment_config import ExperimentConfig
+from parquet_agent.experiment.runner import Experiment
+from parquet_agent.cli.experiment import demo_config
+from parquet_agent.experiment.config import ExperimentConfig
 from parquet_agent.models.fakes import DROP, http_error, openai_server, slow
 from parquet_agent.store import RunStarted, RunStore, freeze
 from tests.harness_corpus import make_harness_corpus

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parquet_agent.stats import Interval, bootstrap_ci, percentile
+from parquet_agent.analysis.stats import Interval, bootstrap_ci, percentile
 
 
 def test_same_seed_same_interval_other_seed_close():

@@ -22,7 +22,7 @@ import pandas as pd
 
 from parquet_agent.bench.paper import load_paper_results
 from parquet_agent.judge import Judge, JudgeInput
-from parquet_agent.judge.agreement import confusion, pair_agreement
+from parquet_agent.analysis.judge_stats import confusion, pair_agreement
 from parquet_agent.judge.batch import judge_in_batches
 from parquet_agent.models.batch import FileLedger
 

@@ -39,7 +39,7 @@ from typing import Any
 from parquet_agent.engine.ray_node import NodeWorker
 from parquet_agent.engine.ray_store import DriverStore, Mailbox, summarise_ms
 from parquet_agent.errors import EngineError
-from parquet_agent.store.fold import fold_case
+from parquet_agent.analysis.fold import fold_case
 from parquet_agent.transcript import CaseFailed
 
 START_TIMEOUT_S = 300.0  # a node hashes its whole corpus before it says it is ready
@@ -178,7 +178,7 @@ class RayEngine:
 
     def run_cases(self, run: Any, plan: Any, parts: Any, todo: list[tuple[str, str, str]], *,
                   before_case: Any, after_case: Any, progress: Any) -> None:
-        from parquet_agent.experiment_config import case_id
+        from parquet_agent.experiment.config import case_id
 
         ray = self.ray
         store = DriverStore(run, self.mailbox).start()

@@ -41,7 +41,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from parquet_agent.explore.judging_charts import judge_agreement, verdicts
-from parquet_agent.store.compare import ALL_CELLS, CHANGES, RunComparison
+from parquet_agent.analysis.compare import ALL_CELLS, CHANGES, RunComparison
 from parquet_agent.store.run import open_run
 
 TEMPLATE = "plotly_white"
@@ -383,7 +383,7 @@ def embed_figures(figures: dict[str, go.Figure], *, id_prefix: str = "pa-chart-"
 
 
 
-# -- a comparison's figures (store.compare.RunComparison) --------------------------------------
+# -- a comparison's figures (analysis.compare.RunComparison) --------------------------------------
 
 
 def comparison_deltas(cmp: RunComparison) -> go.Figure:

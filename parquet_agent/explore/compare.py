@@ -1,11 +1,11 @@
-"""Run comparisons for notebooks: `store.compare` plus its two plotly figures.
+"""Run comparisons for notebooks: `analysis.compare` plus its two plotly figures.
 
     cmp = compare_runs(new, old)           # Runs or run folders; threshold=50, seed=0
     compare_cells(run, ("m", "sql+stream"), ("m", "sql"))   # two cells of one run, by question
     cmp.delta_chart() / cmp.transition_chart()       # plotly figures
     cmp.to_html(include_charts=True)       # the HTML section with the figures at its end
 
-Pairing, changes, deltas and tests are `store.compare`'s (see its docstring); this module only
+Pairing, changes, deltas and tests are `analysis.compare`'s (see its docstring); this module only
 opens run folders and draws (`charts.comparison_deltas`, `charts.comparison_changes`).
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 import plotly.graph_objects as go
 
 from parquet_agent.explore import charts
-from parquet_agent.store import compare
-from parquet_agent.store.compare import (
+from parquet_agent.analysis import compare
+from parquet_agent.analysis.compare import (
     ALL_CELLS,
     CHANGES,
     PairedTest,
@@ -59,7 +59,7 @@ class ChartedComparison(RunComparison):
 
 def compare_runs(new: Any, old: Any, *, threshold: float = 50.0,
                  seed: int = 0) -> ChartedComparison:
-    """Pair `new` and `old` (Runs or run folders) by case id; see `store.compare`."""
+    """Pair `new` and `old` (Runs or run folders) by case id; see `analysis.compare`."""
     return ChartedComparison.of(compare.compare_runs(open_run(new), open_run(old),
                                                      threshold=threshold, seed=seed))
 
@@ -67,7 +67,7 @@ def compare_runs(new: Any, old: Any, *, threshold: float = 50.0,
 def compare_cells(run: Any, new: tuple[str, str], old: tuple[str, str], *,
                   threshold: float = 50.0, seed: int = 0) -> ChartedComparison:
     """Two model x strategy cells of one run (a Run or a run folder), paired by question;
-    see `store.compare.compare_cells`."""
+    see `analysis.compare.compare_cells`."""
     return ChartedComparison.of(compare.compare_cells(open_run(run), new, old,
                                                       threshold=threshold, seed=seed))
 

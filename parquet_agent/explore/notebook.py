@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from parquet_agent.errors import UsageError
-from parquet_agent.experiment_config import ExperimentConfig
+from parquet_agent.experiment.config import ExperimentConfig
 
 
 def find_path(path: str | Path, *, what: str = "path") -> Path:

@@ -6,7 +6,7 @@ layer never imports explore.
     export_run(run_dir, extras=extras)
 
 `charts` embeds the main plotly charts (plotly.js inline: ~4.8 MB more); `compare_with` adds a
-paired comparison with that older run folder (`store.compare`, as HTML with no script);
+paired comparison with that older run folder (`analysis.compare`, as HTML with no script);
 `audits` ("auto" or audit run folders) adds the findings of data-quality audits of the run's
 corpus (`report.corpus_audit`, static HTML). With `charts`, a re-judged run's report also gets the
 judge agreement chart (its tables are in every export: `report.judge_agreement`).
@@ -21,8 +21,8 @@ from parquet_agent.errors import ExportError, RunError
 from parquet_agent.explore import charts as charts_mod
 from parquet_agent.report.corpus_audit import audits_section, corpus_audits
 from parquet_agent.report.html_report import ReportExtras
-from parquet_agent.store.compare import compare_runs
-from parquet_agent.store.judging import judgings
+from parquet_agent.analysis.compare import compare_runs
+from parquet_agent.judge.rejudge import judgings
 from parquet_agent.store.run import open_run
 
 

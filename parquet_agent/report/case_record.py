@@ -40,7 +40,7 @@ from parquet_agent.transcript.rawview import (
     wire_body,
 )
 from parquet_agent.store.blobs import RawStore
-from parquet_agent.store.fold import (
+from parquet_agent.analysis.fold import (
     RUN_JOURNAL,
     CaseView,
     RunFold,
@@ -48,7 +48,7 @@ from parquet_agent.store.fold import (
     fold_case,
     make_fold,
 )
-from parquet_agent.store.judging import RUN_JUDGE, appended_judgments, primary_judging
+from parquet_agent.judge.rejudge import RUN_JUDGE, appended_judgments, primary_judging
 from parquet_agent.store.manifest import read_manifest
 from parquet_agent.store.run import Run
 from parquet_agent.transcript import (
@@ -99,7 +99,7 @@ class RunSource:
     @classmethod
     def open(cls, run_dir: str | Path, *, judge: str | None = None) -> RunSource:
         """`judge`: whose judgments count (a judging id, "run" for the config's judge;
-        default: the primary one, see `store.judging`)."""
+        default: the primary one, see `judge.rejudge`)."""
         run_dir = Path(run_dir)
         if not (run_dir / "manifest.json").is_file():
             raise ExportError(f"{run_dir}: not a run folder (no manifest.json); give the folder "

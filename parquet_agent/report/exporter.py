@@ -45,7 +45,7 @@ from parquet_agent.files import atomic_write_bytes, sha256_file, utc_now
 from parquet_agent.report.case_record import INDEX_COLUMNS, RunSource, build_case, index_row
 from parquet_agent.report.html_report import ReportExtras, render_report
 from parquet_agent.report.judge_agreement import agreement_section
-from parquet_agent.store.fold import RunFold
+from parquet_agent.analysis.fold import RunFold
 from parquet_agent.store.manifest import tree_hash
 
 SCHEMA_VERSION = 1

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from parquet_agent.experiment_config import ExperimentConfig
+from parquet_agent.experiment.config import ExperimentConfig
 from parquet_agent.files import canonical_json, tagged_hash
 from parquet_agent.store.bitflip import flip_bit
 

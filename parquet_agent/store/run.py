@@ -17,11 +17,11 @@ A `Run` comes from `RunStore.create(...)` (writable, manifest frozen) or `RunSto
                                   journal line claims yet (store.unclaimed): what a resumed
                                   agent reuses instead of calling a model again
     run.verify()                  VerifyReport: manifest hash, raw digests, journal damage
-    run.fold()                    RunFold: every case's view and the run's figures (store.fold)
+    run.fold()                    RunFold: every case's view and the run's figures (analysis.fold)
     run.ledger()                  every attempt's cost by purpose (DataFrame)
-    run.cases_df() / attempts_df() / tool_calls_df() / summary()   (store.frames, from the fold)
+    run.cases_df() / attempts_df() / tool_calls_df() / summary()   (analysis.frames, from the fold)
     run.compare(old)              paired comparison with an older run or run folder (see
-                                  store.compare; explore.compare_runs adds its figures)
+                                  analysis.compare; explore.compare_runs adds its figures)
     open_run(run_or_path)         a Run from a Run, a run folder or a str path
 
 A case is done when its journal has `case_finished`; a case with `case_failed` but no
@@ -58,9 +58,9 @@ from parquet_agent.transcript import (
 if TYPE_CHECKING:
     import pandas as pd
 
-    from parquet_agent.experiment_config import ExperimentConfig
-    from parquet_agent.store.compare import RunComparison
-    from parquet_agent.store.fold import RunFold
+    from parquet_agent.experiment.config import ExperimentConfig
+    from parquet_agent.analysis.compare import RunComparison
+    from parquet_agent.analysis.fold import RunFold
 
 MANIFEST = "manifest.json"
 JOURNAL_DIR = "journal"
@@ -209,7 +209,7 @@ class Run:
 
     def planned_case_ids(self) -> list[str]:
         """Every case of the frozen grid: question ids x models x strategies."""
-        from parquet_agent.experiment_config import case_id
+        from parquet_agent.experiment.config import case_id
 
         m = self.manifest
         return [case_id(q, model["name"], s) for q in m["question_ids"]
@@ -378,43 +378,43 @@ class Run:
     # -- tables: every one read from the fold ----------------------------------------------------
 
     def fold(self, *, resolve: bool = False, judge: str | None = None) -> RunFold:
-        """Every case folded into its view, and the run's figures (see `store.fold`); `judge`
+        """Every case folded into its view, and the run's figures (see `analysis.fold`); `judge`
         picks whose judgments count (default: the primary judging)."""
-        from parquet_agent.store.fold import fold_run
+        from parquet_agent.analysis.fold import fold_run
 
         return fold_run(self, resolve=resolve, judge=judge)
 
     def ledger(self) -> pd.DataFrame:
         """One row per API attempt (answer, judge, health) with its cost, source and category."""
-        from parquet_agent.store.frames import ledger_frame
+        from parquet_agent.analysis.frames import ledger_frame
 
         return ledger_frame(self)
 
     def cases_df(self) -> pd.DataFrame:
         """One row per case of the grid: keys, question, reference, answer, scores, rationale,
-        tool counts, tokens, cost (NaN if unknown), wall time (see `store.frames`)."""
-        from parquet_agent.store.frames import cases_frame
+        tool counts, tokens, cost (NaN if unknown), wall time (see `analysis.frames`)."""
+        from parquet_agent.analysis.frames import cases_frame
 
         return cases_frame(self)
 
     def attempts_df(self) -> pd.DataFrame:
         """One row per API attempt (answer, judge, health) with its role, tokens, timing, cost
         and raw paths; keyed like `cases_df()` (run_id, case_id, question_id, model, strategy)."""
-        from parquet_agent.store.frames import attempts_frame
+        from parquet_agent.analysis.frames import attempts_frame
 
         return attempts_frame(self)
 
     def tool_calls_df(self) -> pd.DataFrame:
         """One row per tool response (turn, call id, arguments, error, cache, timings); keyed
         like `cases_df()`."""
-        from parquet_agent.store.frames import tool_calls_frame
+        from parquet_agent.analysis.frames import tool_calls_frame
 
         return tool_calls_frame(self)
 
     def summary(self, *, seed: int = 0, judge: str | None = None) -> pd.DataFrame:
-        """Per model x strategy figures (see `store.frames.summary_frame`), with the
+        """Per model x strategy figures (see `analysis.frames.summary_frame`), with the
         judgments of `judge` (a judging id, "run"; default: the primary one)."""
-        from parquet_agent.store.frames import summary_frame
+        from parquet_agent.analysis.frames import summary_frame
 
         return summary_frame(self, seed=seed, fold=self.fold(judge=judge) if judge else None)
 
@@ -423,11 +423,11 @@ class Run:
     def rejudge(self, judge: Any, *, cases: Any = None, repeat: int = 1, batch: bool = False,
                 primary: bool = False, polling: Any = None, progress: Any = None) -> Any:
         """Judge saved cases again with `judge` (a `Judge`, or a model it wraps), appending
-        judgments with their provenance; nothing recorded changes (see `store.judging`;
+        judgments with their provenance; nothing recorded changes (see `judge.rejudge`;
         `progress(done, total, what)` follows it)."""
         from parquet_agent.judge import Judge
         from parquet_agent.models.batch import Polling
-        from parquet_agent.store.judging import rejudge
+        from parquet_agent.judge.rejudge import rejudge
 
         judge = judge if isinstance(judge, Judge) else Judge(judge)
         return rejudge(self, judge, cases=cases, repeat=repeat, batch=batch, primary=primary,
@@ -435,32 +435,32 @@ class Run:
 
     def judgings(self) -> dict[str, dict[str, Any]]:
         """Every re-judging of this run: id -> judge provenance, created_at, batch."""
-        from parquet_agent.store.judging import judgings
+        from parquet_agent.judge.rejudge import judgings
 
         return judgings(self.dir)
 
     def set_primary_judge(self, judging: str | None) -> None:
         """Make a re-judging's judgments the ones figures use ("run"/None: the config's)."""
-        from parquet_agent.store.judging import set_primary
+        from parquet_agent.judge.rejudge import set_primary
 
         set_primary(self, judging)
 
     def judge_agreement(self, *, seed: int = 0) -> dict[str, pd.DataFrame]:
-        """How far the judges agree, as DataFrames (see `store.agreement`)."""
-        from parquet_agent.store.agreement import agreement_tables
+        """How far the judges agree, as DataFrames (see `analysis.agreement`)."""
+        from parquet_agent.analysis.agreement import agreement_tables
 
         return agreement_tables(self, seed=seed)
 
     def compare(self, old: Run | str | Path, *, threshold: float = 50.0,
                 seed: int = 0) -> RunComparison:
-        """Compare this run with an older one, paired by case id (see `store.compare`)."""
-        from parquet_agent.store.compare import compare_runs
+        """Compare this run with an older one, paired by case id (see `analysis.compare`)."""
+        from parquet_agent.analysis.compare import compare_runs
 
         return compare_runs(self, open_run(old), threshold=threshold, seed=seed)
 
     def run_figures(self) -> dict[str, Any]:
         """summary.json's `run` block (sessions, wall time, peak RSS, health checks, drift)."""
-        from parquet_agent.store.frames import run_figures
+        from parquet_agent.analysis.frames import run_figures
 
         return run_figures(self)
 

@@ -25,12 +25,12 @@ from parquet_agent.errors import RunError
 from parquet_agent.files import atomic_write_bytes, fsync_dir, utc_now
 from parquet_agent.store.manifest import build_manifest
 from parquet_agent.store.run import JOURNAL_DIR, MANIFEST, Run
-from parquet_agent.store.status import run_status
+from parquet_agent.analysis.status import run_status
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from parquet_agent.experiment_config import ExperimentConfig
+    from parquet_agent.experiment.config import ExperimentConfig
 
 LIST_COLUMNS = ["run_id", "name", "created_at", "status", "planned_cases", "complete",
                 "incomplete", "failed", "unfinished", "cases_finished", "api_attempts",
@@ -115,7 +115,7 @@ class RunStore:
 
     def list(self) -> pd.DataFrame:
         """One row per run folder: id, name, created, status (complete / partial / failed /
-        running, see `store.status`), case counts by outcome, attempts and cost.
+        running, see `analysis.status`), case counts by outcome, attempts and cost.
 
         `cost_usd` is the known cost; it is NaN (unknown, never 0) when any attempt's cost is
         unknown and no attempt's cost is known; `cost_unknown_attempts` says how many.
@@ -156,7 +156,7 @@ class RunStore:
         """Every API attempt of every run in this folder (aborted and development runs too)."""
         import pandas as pd
 
-        from parquet_agent.store.frames import LEDGER_COLUMNS
+        from parquet_agent.analysis.frames import LEDGER_COLUMNS
 
         frames = []
         for run_id in self.run_ids():

@@ -155,7 +155,7 @@ class Judgment:
 
 @dataclass(frozen=True)
 class JudgmentPending:
-    """The answer waits for the run's judge to judge it by batch (`store.pending`); written
+    """The answer waits for the run's judge to judge it by batch (`judge.pending`); written
     before `case_finished`. `cited_spans`: the corpus text at each span the answer cites (None
     where it does not exist), looked up while the case's tools were open."""
 

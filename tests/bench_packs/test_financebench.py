@@ -13,7 +13,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from parquet_agent.bench.commands import register
+from parquet_agent.cli.bench import register
 from parquet_agent.bench.evidence import normalize
 from parquet_agent.bench.financebench import build_pack
 from parquet_agent.bench.paper import (
@@ -26,7 +26,7 @@ from parquet_agent.corpus.index import CorpusIndex
 from parquet_agent.corpus.layout import is_tool_ready
 from parquet_agent.corpus.questions import load_questions
 from parquet_agent.errors import UsageError
-from parquet_agent.experiment_config import load_config
+from parquet_agent.experiment.config import load_config
 from tests.realdata import needs_realdata, realdata
 
 FB = realdata("financebench")

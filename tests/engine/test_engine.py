@@ -14,7 +14,7 @@ from parquet_agent.engine import EngineConfig, LocalEngine
 from parquet_agent.engine.ray_node import corpus_problem
 from parquet_agent.engine.ray_store import DriverStore
 from parquet_agent.errors import ConfigError
-from parquet_agent.experiment_config import ExperimentConfig
+from parquet_agent.experiment.config import ExperimentConfig
 from parquet_agent.store import CaseStarted, RunStore, compare_frozen
 from parquet_agent.store.manifest import build_manifest
 from tests.harness_corpus import make_harness_corpus

@@ -30,8 +30,8 @@ import pytest
 
 from parquet_agent.engine import EngineConfig
 from parquet_agent.errors import EngineError, MachineFault
-from parquet_agent.experiment import Experiment
-from parquet_agent.experiment_config import load_config
+from parquet_agent.experiment.runner import Experiment
+from parquet_agent.experiment.config import load_config
 from parquet_agent.models.fakes import DROP, openai_server
 from parquet_agent.store import RunStore
 from tests.conftest import fill_disk

@@ -14,8 +14,8 @@ from parquet_agent import CaseExplorer
 from parquet_agent.audit import AuditConfig, Auditor
 from parquet_agent.cli import main
 from parquet_agent.errors import UsageError
-from parquet_agent.experiment import Experiment
-from parquet_agent.experiment_config import ExperimentConfig
+from parquet_agent.experiment.runner import Experiment
+from parquet_agent.experiment.config import ExperimentConfig
 from parquet_agent.explore.sections import report_extras
 from parquet_agent.models.scripted import ScriptedModel
 from parquet_agent.report.corpus_audit import corpus_audits

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from parquet_agent.judge.agreement import (cohen_kappa, confusion, flip_rate, pair_agreement,
+from parquet_agent.analysis.judge_stats import (cohen_kappa, confusion, flip_rate, pair_agreement,
                                            spearman)
 
 

@@ -15,9 +15,9 @@ import sys
 
 import pytest
 
-from parquet_agent.experiment import Experiment
-from parquet_agent.experiment_commands import demo_config
-from parquet_agent.experiment_config import ExperimentConfig
+from parquet_agent.experiment.runner import Experiment
+from parquet_agent.cli.experiment import demo_config
+from parquet_agent.experiment.config import ExperimentConfig
 from parquet_agent.models.fakes import FakeReply, http_error, openai_server
 from parquet_agent.store import RunStore
 from tests.fake_judge import JUDGE_KEY_ENV, judge_config

@@ -9,8 +9,8 @@ import logging
 
 import pytest
 
-from parquet_agent.estimate import estimate_config
-from parquet_agent.experiment_config import load_config
+from parquet_agent.experiment.estimate import estimate_config
+from parquet_agent.experiment.config import load_config
 from parquet_agent.models.fakes.llama_cpp import LlamaCpp, llama_cpp_server
 from parquet_agent.models.prices import table_applies
 from tests.models.conftest import ask, make_model

@@ -18,7 +18,7 @@ import base64
 import json
 from pathlib import Path
 
-from parquet_agent.agent import Agent
+from parquet_agent.agent.loop import Agent
 from parquet_agent.corpus.questions import load_questions
 from parquet_agent.models import DirectorySink
 from parquet_agent.models.fakes import FakeReply, RawResponse, gemini_server, openai_server

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from parquet_agent.errors import ConfigError
-from parquet_agent.experiment_config import ExperimentConfig, Limits, Sample
+from parquet_agent.experiment.config import ExperimentConfig, Limits, Sample
 from parquet_agent.models.spec import ModelSpec, load_model_specs
 
 TABLE = 'name = "a"\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\n'

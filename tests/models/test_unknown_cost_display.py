@@ -10,9 +10,9 @@ import re
 
 import pytest
 
-from parquet_agent.experiment import Experiment
+from parquet_agent.experiment.runner import Experiment
 from parquet_agent.models.fakes.llama_cpp import LlamaCpp, llama_cpp_server
-from parquet_agent.progress import Progress
+from parquet_agent.experiment.progress import Progress
 from tests.harness_corpus import make_harness_corpus
 
 

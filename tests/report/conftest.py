@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from parquet_agent.experiment import Experiment
-from parquet_agent.experiment_commands import demo_config
+from parquet_agent.experiment.runner import Experiment
+from parquet_agent.cli.experiment import demo_config
 from parquet_agent.models.fakes import FakeReply, FakeToolCall, openai_server
 from parquet_agent.models.fakes.server import http_error
 from parquet_agent.models.protocol import Attempt, Cost, Usage

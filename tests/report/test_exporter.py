@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from parquet_agent.errors import ExportError
-from parquet_agent.experiment_config import ExperimentConfig
+from parquet_agent.experiment.config import ExperimentConfig
 from parquet_agent.report.case_record import INDEX_COLUMNS, TOOL_COUNT_FIELDS
 from parquet_agent.report.exporter import PROVENANCE, export_run
 from parquet_agent.store import CaseFinished, CaseStarted, RunStore, freeze, read_raw

@@ -22,12 +22,12 @@ import pytest
 from playwright.sync_api import expect
 
 from parquet_agent.escape import FORMULA_START, ODD
-from parquet_agent.experiment import Experiment
+from parquet_agent.experiment.runner import Experiment
 from parquet_agent.models.fakes import FakeReply, openai_server
 from parquet_agent.report.corpus_audit import CorpusAudit, audits_section
 from parquet_agent.report.exporter import export_run
 from parquet_agent.store import Run
-from parquet_agent.store.tables import write_tables
+from parquet_agent.analysis.tables import write_tables
 from tests.engine.grid import write_config
 
 FORMULA = '=HYPERLINK("http://evil.example/","open me")'

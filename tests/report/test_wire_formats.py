@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from parquet_agent.experiment import Experiment
-from parquet_agent.experiment_config import ExperimentConfig
+from parquet_agent.experiment.runner import Experiment
+from parquet_agent.experiment.config import ExperimentConfig
 from parquet_agent.models.fakes import FakeReply, FakeToolCall, anthropic_server, gemini_server
 from parquet_agent.report.exporter import export_run
 from parquet_agent.store import RunStore, ToolCallEvent, read_raw

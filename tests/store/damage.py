@@ -95,8 +95,8 @@ def copy_run(run_dir: Path, into: Path) -> Path:
 def make_demo_run(root: Path) -> Path:
     """A real offline demo run (baseline model x both strategies, rubric judge, real sandboxed
     tools) over the harness corpus: 6 cases, raw packs and sealed journals."""
-    from parquet_agent.experiment import Experiment
-    from parquet_agent.experiment_commands import demo_config
+    from parquet_agent.experiment.runner import Experiment
+    from parquet_agent.cli.experiment import demo_config
     from tests.harness_corpus import make_harness_corpus
 
     corpus = make_harness_corpus(root / "corpus")

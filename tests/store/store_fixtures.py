@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from parquet_agent.experiment_config import ExperimentConfig, Limits
+from parquet_agent.experiment.config import ExperimentConfig, Limits
 from parquet_agent.models.spec import ModelSpec
 from parquet_agent.models.protocol import (
     AssistantMessage,

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from parquet_agent.experiment import Experiment
-from parquet_agent.experiment_commands import demo_config
+from parquet_agent.experiment.runner import Experiment
+from parquet_agent.cli.experiment import demo_config
 from parquet_agent.judge import INPUT_MARKER, Judge, RubricJudgeModel
 from parquet_agent.models.batch import Polling
 from parquet_agent.models.fakes import FakeBatches, FakeReply, openai_server

@@ -276,8 +276,8 @@ def test_large_tool_texts_are_offloaded_and_finished_journals_sealed(tmp_path):
 
 
 def test_run_compare_pairs_cases_with_an_older_run(tmp_path):
-    from parquet_agent.experiment import Experiment
-    from parquet_agent.experiment_commands import demo_config
+    from parquet_agent.experiment.runner import Experiment
+    from parquet_agent.cli.experiment import demo_config
     from tests.harness_corpus import make_harness_corpus
 
     corpus = make_harness_corpus(tmp_path / "corpus")

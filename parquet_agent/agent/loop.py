@@ -30,7 +30,7 @@ from typing import Protocol
 
 from parquet_agent.corpus.questions import Question
 from parquet_agent.errors import ModelCallError
-from parquet_agent.limits import AgentLimits
+from parquet_agent.agent.limits import AgentLimits
 from parquet_agent.models.protocol import (
     GenerationSettings,
     Message,

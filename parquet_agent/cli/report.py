@@ -3,7 +3,7 @@
 - `export RUN_DIR`: (re)build every export of a saved run, offline (see `report.exporter`);
   prints what was written and how long it took. `--audit DIR|auto` adds the findings of a
   data-quality audit of the run's corpus (`report.corpus_audit`). `--tables` also writes the
-  run's DataFrames as Parquet and CSV into RUN_DIR/tables/ (see `store.tables`).
+  run's DataFrames as Parquet and CSV into RUN_DIR/tables/ (see `analysis.tables`).
 - `raw RUN_DIR PATH`: write the exact stored bytes of one raw file (a run-relative path such as
   `raw/Q001__m__sql/turn-01.attempt-01.request.json`, as the exports list them) to stdout.
   Raw files live in packs, so this is how to get one back byte for byte; `--out FILE` writes
@@ -73,7 +73,7 @@ def _export(args: argparse.Namespace) -> int:
     print(f"provenance: {result.run_dir / 'case-export-provenance.json'}")
     if args.tables:
         from parquet_agent.store import Run
-        from parquet_agent.store.tables import write_tables
+        from parquet_agent.analysis.tables import write_tables
 
         tables = write_tables(Run(result.run_dir))
         counts = ", ".join(f"{name} {n}" for name, n in tables.rows.items())

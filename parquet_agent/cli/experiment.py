@@ -23,7 +23,7 @@ import pandas as pd
 
 from parquet_agent.corpus.sample import ensure_sample
 from parquet_agent.escape import terminal
-from parquet_agent.experiment_config import ExperimentConfig
+from parquet_agent.experiment.config import ExperimentConfig
 
 
 QUIET_HELP = ("print nothing on stdout (no estimate, progress or summary); errors and why "
@@ -68,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from parquet_agent.experiment import Experiment
+    from parquet_agent.experiment.runner import Experiment
 
     experiment = Experiment.from_toml(args.config, progress=not args.quiet)
     if args.engine is not None:
@@ -77,7 +77,7 @@ def _run(args: argparse.Namespace) -> int:
     command = ["parquet-agent", "run", str(args.config)]
     estimates = None
     if not args.resume and not args.quiet:  # what the whole grid should cost, before any call
-        from parquet_agent.estimate import estimate_config, estimate_text
+        from parquet_agent.experiment.estimate import estimate_config, estimate_text
 
         estimates = estimate_config(experiment.config)
         print(estimate_text(estimates), flush=True)
@@ -112,7 +112,7 @@ def _execute(command: list[str], start, estimates=None, *, quiet: bool = False,
         if note:
             print(note)
     if estimates is not None:
-        from parquet_agent.estimate import check_text
+        from parquet_agent.experiment.estimate import check_text
 
         spent = run.fold().activity()  # health checks included
         print(check_text(estimates, spent["cost_usd_known"], spent["cost_unknown_attempts"]))
@@ -128,7 +128,7 @@ def resume_command(command: list[str], run_dir: Path, *, retry_failed: bool = Fa
 def _print_failures(run, command: list[str]) -> int:
     """On stderr: why cases did not finish, why none is complete (every case incomplete), or
     why no answer was scored; the exit status is 1 when any of these is so."""
-    from parquet_agent.store.status import failure_groups, run_status
+    from parquet_agent.analysis.status import failure_groups, run_status
 
     cases = run.cases_df()
     groups = failure_groups(cases)
@@ -198,7 +198,7 @@ def demo_config(data: Path, runs: Path, sample_n: int | None = None) -> Experime
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from parquet_agent.experiment import Experiment
+    from parquet_agent.experiment.runner import Experiment
 
     data = ensure_sample(args.data)
     experiment = Experiment(demo_config(data, args.runs, args.sample), progress=not args.quiet)

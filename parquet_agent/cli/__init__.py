@@ -1,6 +1,6 @@
 """The `parquet-agent` command: one subcommand family per piece of the architecture.
 
-Each piece registers its own subcommands (`register(subparsers)` in its `commands.py`), so this
+Each family of subcommands is a module of this package with `register(subparsers)`; this
 module only assembles them and turns designed errors into a clear message and exit status 2.
 A tool error is a value and exits 0; only usage and designed errors exit non-zero. A closed
 output pipe (`... | head`) ends the command quietly with status 141.
@@ -9,25 +9,25 @@ output pipe (`... | head`) ends the command quietly with status 141.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
+from parquet_agent.cli import (
+    audit,
+    bench,
+    corpus,
+    experiment,
+    judge,
+    lab,
+    models,
+    report,
+    tools,
+)
 from parquet_agent.console import stdout_closed
 from parquet_agent.errors import ParquetAgentError, describe_os_error
 from parquet_agent.escape import terminal
 
-# Modules that contribute subcommands, in help order. Each has `register(subparsers)`.
-_COMMAND_MODULES = (
-    "parquet_agent.corpus.commands",
-    "parquet_agent.tools.commands",
-    "parquet_agent.models.commands",
-    "parquet_agent.experiment_commands",
-    "parquet_agent.judge.commands",
-    "parquet_agent.report.commands",
-    "parquet_agent.bench.commands",
-    "parquet_agent.lab",
-    "parquet_agent.audit.commands",
-)
+# The command families, in help order. Each has `register(subparsers)`.
+FAMILIES = (corpus, tools, models, experiment, judge, report, bench, lab, audit)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,8 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
         "call tools, run and judge experiments, export audits.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in _COMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
+    for family in FAMILIES:
+        family.register(subparsers)
     return parser
 
 

@@ -8,7 +8,7 @@ With batch judging on, a case records its answer and a `judgment_pending` event 
 spans' corpus text and whether the question is answerable, looked up while its tools were
 open) instead of calling the judge; the fold shows it `awaiting_judgment`, never scored. At
 the end of the run, `judge_pending` rebuilds each waiting case's judge input from its journal
-(`store.judging.case_input`: the same input on every call, so the same batch input file) and
+(`judge.rejudge.case_input`: the same input on every call, so the same batch input file) and
 sends them through `judge.batch.judge_in_batches` (the one batch machinery: input file in raw/
 before upload, every poll and result recorded, batch price). Verdicts are appended to the case
 journals as the run's own judgments (`judging` None), exactly as one-at-a-time judging writes
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from parquet_agent.errors import ModelCallError
 from parquet_agent.judge.batch import judge_in_batches
 from parquet_agent.models.batch import FileLedger, Polling
-from parquet_agent.store.judging import (JUDGMENTS_DIR, RUN_JUDGE, Progress, case_input,
+from parquet_agent.judge.rejudge import (JUDGMENTS_DIR, RUN_JUDGE, Progress, case_input,
                                          verdict_events)
 from parquet_agent.transcript import JudgeAttempt
 

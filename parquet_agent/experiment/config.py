@@ -29,7 +29,7 @@ Keys (the contract's keys, unchanged, plus documented optional ones):
   `temperature` (0-2), `reasoning_effort` (`none|minimal|low|medium|high|xhigh|max`). The
   `[judge]` may add `batch = true` (an openai, anthropic or google judge): the agents run first,
   each answer is recorded "awaiting judgment", and at the end every pending judge request goes
-  through the provider's batch API at its batch price (`store.pending`); `batch_wait_s` (3600)
+  through the provider's batch API at its batch price (`judge.pending`); `batch_wait_s` (3600)
   bounds the wait, after which the run ends saying so and a resume picks the same batch up.
 - `[limits]`: `max_tool_calls` (12), `max_rounds` (16), `case_workers` (4), `data_workers` (1),
   `cache` (`on|off`), and optional: `max_judge_attempts` (judge calls before a malformed
@@ -72,7 +72,7 @@ from parquet_agent.checks import check_keys, check_type, fail, join
 from parquet_agent.engine.config import ENGINE_KEYS, EngineConfig
 from parquet_agent.errors import ConfigError
 from parquet_agent.files import canonical_json, tagged_hash
-from parquet_agent.limits import AgentLimits
+from parquet_agent.agent.limits import AgentLimits
 from parquet_agent.models.spec import ModelSpec, model_spec_from_table, model_to_dict, validate_model
 
 SCHEMA_VERSION = 1

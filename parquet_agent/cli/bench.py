@@ -57,7 +57,7 @@ def run_judge_labels(args: argparse.Namespace) -> int:
 
     from parquet_agent.bench.judge_labels import (MemorySink, judge_paper_answers,
                                                   labels_agreement)
-    from parquet_agent.experiment import build_model_or_judge
+    from parquet_agent.experiment.runner import build_model_or_judge
     from parquet_agent.judge import Judge, RubricJudgeModel
     from parquet_agent.models import DirectorySink, load_model_specs
 

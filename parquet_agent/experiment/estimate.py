@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from parquet_agent.experiment_config import ExperimentConfig
+    from parquet_agent.experiment.config import ExperimentConfig
     from parquet_agent.models.spec import ModelSpec
 
 CHARS_PER_TOKEN = 4
@@ -104,7 +104,7 @@ def estimate_config(config: ExperimentConfig, question_ids: tuple[str, ...] | No
                     questions: dict[str, str] | None = None) -> list[CostEstimate]:
     """One estimate per model and one for the judge. `question_ids` / `questions` (id ->
     text) default to the config's sample of its questions file."""
-    from parquet_agent.agent import NO_TOOLS, system_prompt
+    from parquet_agent.agent.loop import NO_TOOLS, system_prompt
     from parquet_agent.corpus.questions import load_questions
     from parquet_agent.tools.specs import ALL_TOOLS, STRATEGIES, tool_spec
 
@@ -159,7 +159,7 @@ def total(estimates: list[CostEstimate]) -> tuple[float, float] | None:
 
 def estimate_text(estimates: list[CostEstimate]) -> str:
     """The estimate as a few lines for a terminal."""
-    lines = ["estimated cost before the run (a range; see parquet_agent.estimate):"]
+    lines = ["estimated cost before the run (a range; see parquet_agent.experiment.estimate):"]
     for e in estimates:
         usd = "unknown (no price)" if e.usd is None else f"${e.usd[0]:.4f} – ${e.usd[1]:.4f}"
         lines.append(f"  {e.model}: {e.cases} calls/cases, {e.turns[0]}–{e.turns[1]} turns, "

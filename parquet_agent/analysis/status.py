@@ -28,7 +28,7 @@ from parquet_agent.transcript import RunFinished, RunStarted
 if TYPE_CHECKING:
     import pandas as pd
 
-    from parquet_agent.store.fold import RunFold
+    from parquet_agent.analysis.fold import RunFold
     from parquet_agent.store.run import Run
 
 REASON_CHARS = 160  # a reason is grouped (and shown) by its first characters

@@ -15,12 +15,12 @@ from typing import Any
 
 from parquet_agent.corpus.snapshot import CorpusSnapshot
 from parquet_agent.errors import HealthCheckError, ModelCallError, SnapshotChangedError
-from parquet_agent.experiment_config import ExperimentConfig, case_id
+from parquet_agent.experiment.config import ExperimentConfig, case_id
 from parquet_agent.judge import Judge
 from parquet_agent.judge.negotiate import negotiate
 from parquet_agent.models.protocol import GenerationSettings, Model, ModelRequest, UserMessage
 from parquet_agent.store import CorpusDrift, ModelAttempt, Run
-from parquet_agent.store.fold import CaseView, fold_case
+from parquet_agent.analysis.fold import CaseView, fold_case
 
 
 BREAKER_THRESHOLD = 3  # cases in a row that could not reach their server before a model stops

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from parquet_agent.judge.agreement import flip_rate, pair_agreement
-from parquet_agent.store.judging import RUN_JUDGE
+from parquet_agent.analysis.judge_stats import flip_rate, pair_agreement
+from parquet_agent.judge.rejudge import RUN_JUDGE
 
 if TYPE_CHECKING:
     from parquet_agent.store.run import Run

@@ -11,12 +11,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from parquet_agent.agent import PROMPT_VERSION, system_prompt
+from parquet_agent.agent.loop import PROMPT_VERSION, system_prompt
 from parquet_agent.corpus.index import CorpusIndex
 from parquet_agent.corpus.manifest import MANIFEST_NAME, read_corpus_manifest
 from parquet_agent.corpus.snapshot import CorpusSnapshot
 from parquet_agent.errors import ConfigError, CorpusError
-from parquet_agent.experiment_config import ExperimentConfig
+from parquet_agent.experiment.config import ExperimentConfig
 from parquet_agent.files import sha256_file
 from parquet_agent.judge import judge_prompt_hash
 

@@ -1,4 +1,4 @@
-"""Pandas views of a run, all read from the fold (`store.fold`), so they say what the exports say.
+"""Pandas views of a run, all read from the fold (`analysis.fold`), so they say what the exports say.
 
 Every frame of cases, attempts and tool calls starts with the same keys, `KEYS` = run_id,
 case_id, question_id, model, strategy, so they join (`attempts.merge(cases, on=KEYS)`) and
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from parquet_agent.store.fold import CaseView, RunFold, fold_run, split_case_id
+from parquet_agent.analysis.fold import CaseView, RunFold, fold_run, split_case_id
 from parquet_agent.transcript import TOOL_COUNT_FIELDS, Event, JudgeAttempt
 from parquet_agent.transcript.rawview import request_name
 

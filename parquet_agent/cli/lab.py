@@ -28,7 +28,7 @@ from typing import Any
 
 KERNEL_NAME = "parquet-agent"
 KERNEL_DISPLAY_NAME = "parquet_agent (.venv)"
-HOOK = "parquet_agent.lab.pre_save_hook"
+HOOK = "parquet_agent.cli.lab.pre_save_hook"
 
 
 def install_kernel(prefix: str | Path | None = None) -> Path:

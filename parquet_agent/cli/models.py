@@ -75,8 +75,8 @@ def _check_raw_dir(root: Path) -> None:
 
 def run_preflight(args: argparse.Namespace) -> int:
     if getattr(args, "estimate", False):
-        from parquet_agent.estimate import estimate_config, estimate_text
-        from parquet_agent.experiment_config import load_config
+        from parquet_agent.experiment.estimate import estimate_config, estimate_text
+        from parquet_agent.experiment.config import load_config
 
         print(estimate_text(estimate_config(load_config(args.config))))
     models, judge = load_model_specs(args.config)

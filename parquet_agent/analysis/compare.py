@@ -40,7 +40,7 @@ import pandas as pd
 
 from parquet_agent.errors import UsageError
 from parquet_agent.escape import html_text
-from parquet_agent.stats import bootstrap_ci
+from parquet_agent.analysis.stats import bootstrap_ci
 
 if TYPE_CHECKING:
     from parquet_agent.store.run import Run

@@ -87,7 +87,7 @@ class JudgingResult:
 
 def grouped(reasons: Iterable[str], width: int = 160) -> list[tuple[str, int]]:
     """Distinct reasons with counts, most frequent first; grouped by their first `width`
-    characters, as `store.status` groups case reasons (request ids further on differ)."""
+    characters, as `analysis.status` groups case reasons (request ids further on differ)."""
     counts: dict[str, int] = {}
     for reason in reasons:
         text = " ".join(str(reason).split())

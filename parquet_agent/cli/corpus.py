@@ -8,7 +8,7 @@
     corpus verify DIR [--manifest FILE]          compare DIR with a manifest; say if tool-ready
     corpus import SRC --out DIR                  real EDGAR filings -> a tool-ready corpus
 
-Each handler returns an exit status; designed errors (CorpusError, ...) propagate to cli.py,
+Each handler returns an exit status; designed errors (CorpusError, ...) propagate to the cli package,
 which prints them and exits 2. `verify` exits 1 when the folder differs from the manifest or is
 not tool-ready (a finding, not an error in the command).
 """
@@ -139,6 +139,6 @@ def register(subparsers) -> None:
     )
     p.set_defaults(handler=_verify)
 
-    from parquet_agent.corpus.importer.commands import register_import
+    from parquet_agent.cli.corpus_import import register_import
 
     register_import(sub)

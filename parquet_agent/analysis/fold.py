@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from parquet_agent.errors import RunError
 from parquet_agent.judge.judgment import VERDICTS
 from parquet_agent.models.protocol import UNVERIFIED
-from parquet_agent.stats import bootstrap_ci, percentile
+from parquet_agent.analysis.stats import bootstrap_ci, percentile
 from parquet_agent.transcript import (
     CASE_STATUSES,
     TOOL_COUNT_FIELDS,
@@ -260,7 +260,7 @@ def fold_case(case_id: str, events: tuple[Event, ...],
               models: dict[str, dict[str, Any]] | None = None,
               appended: Iterable[Judgment] = (), judging: str | None = None) -> CaseView:
     """The view of one case from its events (as `Run.case_events` gives them). `appended`:
-    judgments a re-judging appended (store.judging); `judging` picks whose judgment counts (a
+    judgments a re-judging appended (judge.rejudge); `judging` picks whose judgment counts (a
     judging id; None: the run's own judge), and the case is unscored if that one has none."""
     qid, model, strategy = split_case_id(case_id)
     started = next((e for e in events if isinstance(e.payload, CaseStarted)), None)
@@ -457,8 +457,8 @@ def configured_models(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def fold_run(run: Run, *, resolve: bool = False, judge: str | None = None) -> RunFold:
     """Fold every journal of `run`. `resolve` reads offloaded tool texts back (the case records
     need them; figures do not). `judge`: whose judgments count (a judging id, `"run"` for the
-    config's judge; default: the primary one, see `store.judging`)."""
-    from parquet_agent.store.judging import RUN_JUDGE, appended_judgments, primary_judging
+    config's judge; default: the primary one, see `judge.rejudge`)."""
+    from parquet_agent.judge.rejudge import RUN_JUDGE, appended_judgments, primary_judging
 
     try:
         models = configured_models(run.manifest)

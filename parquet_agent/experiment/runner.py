@@ -21,7 +21,7 @@ Order of events in `run`:
    finished in an earlier session is never run again; an unfinished one replays its saved turns.
    With `[judge] batch = true` the case records `judgment_pending` instead of calling the judge,
    and once the cases are done every waiting answer is judged through the provider's batch API
-   (`store.pending`), waiting at most `batch_wait_s`; still pending then, the run ends saying
+   (`judge.pending`), waiting at most `batch_wait_s`; still pending then, the run ends saying
    so and a resume (or `parquet-agent judge RUN --batch`) polls the same batch.
 5. The run journal gets `run_finished` with wall time and the process tree's peak memory; the
    exports are (re)built when the exporter is installed. Ctrl-C raises `RunInterrupted`
@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from parquet_agent.agent import NO_TOOLS, Agent, AgentOutcome, NoTools
+from parquet_agent.agent.loop import NO_TOOLS, Agent, AgentOutcome, NoTools
 from parquet_agent.corpus.questions import QuestionSet, load_questions
 from parquet_agent.corpus.snapshot import CorpusSnapshot
 from parquet_agent.engine import CaseEngine, open_engine
@@ -46,8 +46,8 @@ from parquet_agent.errors import (
     RunInterrupted,
     is_machine_fault,
 )
-from parquet_agent.experiment_config import ExperimentConfig, case_id, load_config
-from parquet_agent.experiment_inputs import (checked_snapshot, input_hashes, load_scopes,
+from parquet_agent.experiment.config import ExperimentConfig, case_id, load_config
+from parquet_agent.experiment.inputs import (checked_snapshot, input_hashes, load_scopes,
                                               prompt_hashes)
 from parquet_agent.files import ignore_os_errors
 from parquet_agent.judge import Judge, JudgeInput, RubricJudgeModel, citations
@@ -60,8 +60,8 @@ from parquet_agent.models.protocol import (
 )
 from parquet_agent.models.spec import ModelSpec
 from parquet_agent.models.transport import ReplaySink
-from parquet_agent.progress import Progress
-from parquet_agent.run_watch import Breaker, CaseWatch, DriftWatch, health_checks
+from parquet_agent.experiment.progress import Progress
+from parquet_agent.experiment.watch import Breaker, CaseWatch, DriftWatch, health_checks
 from parquet_agent.models.batch import Polling
 from parquet_agent.store import (
     CaseFailed,
@@ -75,7 +75,7 @@ from parquet_agent.store import (
     RunStore,
     freeze,
 )
-from parquet_agent.store.judging import verdict_events
+from parquet_agent.judge.rejudge import verdict_events
 from parquet_agent.tools import Tools
 from parquet_agent.tools.action_gate import ActionGate
 from parquet_agent.transcript import JudgmentPending
@@ -334,7 +334,7 @@ def _judge_by_batch(run: Run, config: ExperimentConfig, judge: Judge) -> None:
     """`[judge] batch`: every answer awaiting the judge through the provider's batch API,
     waiting at most `batch_wait_s`; what is still pending after that is said on stderr (the
     cases stay awaiting, and a resume picks the same batch up)."""
-    from parquet_agent.store.pending import judge_pending
+    from parquet_agent.judge.pending import judge_pending
 
     result = judge_pending(run, judge, polling=Polling(max_wait_s=config.judge.batch_wait_s))
     if result.pending:

@@ -1,9 +1,9 @@
 """CLI: `parquet-agent corpus import SRC --out DIR [--jobs N]`.
 
 `register_import(corpus_subparsers)` adds the `import` subcommand to the existing `corpus` family
-(wired in by `parquet_agent.corpus.commands`); `run_import(args) -> int` is its handler. It prints
+(wired in by `parquet_agent.cli.corpus`); `run_import(args) -> int` is its handler. It prints
 the import summary (counts per format, every skipped file with its reason) and exits 0 when at
-least one filing was imported, 1 when none was (designed errors exit 2 through cli.py).
+least one filing was imported, 1 when none was (designed errors exit 2 through the cli package).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`parquet-agent judge RUN_DIR --judge CONFIG_OR_MODEL [--cases ...] [--repeat K] [--batch]`.
 
 Judges the saved cases of a finished or partial run again (no agent call; see
-`store.judging`) and appends the judgments with their provenance under `judgments/`, then
+`judge.rejudge`) and appends the judgments with their provenance under `judgments/`, then
 rebuilds the exports. `--judge` is an experiment config whose `[judge]` table is used, `rubric`
 (the offline judge), or `provider:model` (`openai:gpt-4o-mini`; the key from the provider's usual
 variable: OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY). `--primary` makes these judgments
@@ -11,7 +11,7 @@ Running the same command again resumes: cases already judged are not asked again
 Without `--judge`: the run's own judge (its config's `[judge]`) judges the cases whose answer
 awaits it (a run with `[judge] batch = true` that stopped before its batch returned), by batch
 with `--batch` (the batch the run created is polled again, never paid twice; see
-`store.pending`), else one request at a time. Their judgments go into the case journals, as
+`judge.pending`), else one request at a time. Their judgments go into the case journals, as
 the run would have written them.
 
 Progress goes to stderr as it judges (`judge: 3/16 judged (case)`, at most a line a second).
@@ -48,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def build_judge(value: str, env=None):
     """The `Judge` that `--judge` names."""
-    from parquet_agent.experiment import build_model_or_judge
+    from parquet_agent.experiment.runner import build_model_or_judge
     from parquet_agent.judge import Judge
     from parquet_agent.models.spec import ModelSpec, load_model_specs, validate_model
 
@@ -116,10 +116,10 @@ def _negotiated(judge, run) -> bool:
 
 def _judge_awaiting(args: argparse.Namespace) -> int:
     """The run's own judge over the cases awaiting it (see the module docstring)."""
-    from parquet_agent.experiment import build_model_or_judge, config_judge
-    from parquet_agent.experiment_config import ExperimentConfig
+    from parquet_agent.experiment.runner import build_model_or_judge, config_judge
+    from parquet_agent.experiment.config import ExperimentConfig
     from parquet_agent.models.batch import Polling
-    from parquet_agent.store.pending import awaiting_cases, judge_pending
+    from parquet_agent.judge.pending import awaiting_cases, judge_pending
     from parquet_agent.store.runstore import RunStore
 
     if args.cases or args.repeat != 1 or args.primary:

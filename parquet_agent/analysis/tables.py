@@ -7,7 +7,7 @@
     RUN/tables/summary.parquet      + .csv   per model x strategy (`Run.summary()`)
     RUN/tables/tables.json                   schema_version, run id, join keys, rows per table
 
-All five come from one fold of the journals (`store.fold`), so they agree with each other and
+All five come from one fold of the journals (`analysis.fold`), so they agree with each other and
 with the exports. Cases, attempts, tool calls and the ledger share the keys `frames.KEYS`
 (run_id, case_id, question_id, model, strategy); summary joins on model and strategy. Cells that
 hold JSON objects (tool arguments) are written as JSON text, so every reader gets plain columns;
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from parquet_agent.escape import csv_frame
 from parquet_agent.files import atomic_write_bytes, utc_now
-from parquet_agent.store.frames import (
+from parquet_agent.analysis.frames import (
     KEYS,
     attempts_frame,
     cases_frame,
