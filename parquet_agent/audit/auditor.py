@@ -49,11 +49,17 @@ from parquet_agent.models.protocol import Model, ModelResult
 from parquet_agent.store.blobs import RawStore
 from parquet_agent.files import WriterLock, atomic_write_bytes
 from parquet_agent.store.journal import Journal, read_journal
+from parquet_agent.tools.facade import MAX_ARGUMENT_DEPTH, nesting_exceeds
 
 SCHEMA_VERSION = 1
 JOURNAL = "journal/audit.jsonl"
 SNAPSHOT_DIR = "snapshot"  # CSV / JSON-lines inputs converted to Parquet
 DATA_TOOLS = ("schema_sample", "run_query", "get_stats")
+# what hostile arguments can still raise in this process after the gates (a tree too deep for
+# Python, arithmetic on values no gate foresaw): the step is refused, never the run
+POISON = (RecursionError, ArithmeticError, ValueError)
+_TOO_DEEP = (f"the arguments nest more than {MAX_ARGUMENT_DEPTH} levels deep; send one flat JSON "
+             "object of strings and numbers")
 
 
 class Auditor:
@@ -226,19 +232,28 @@ class _Session:
                 return
             self.record(StepModel(**_model_step(n, result)))
             pending = self.state.pending
-        if pending.problem:
-            self.record(StepDone(n, pending.tool, pending.arguments, "FAIL", False,
-                                 critique=pending.problem))
-            return
+        assert pending is not None  # the step_model just recorded, or the journaled one
         tool, args = pending.tool, pending.arguments
-        outcome = self._gate(self.action_gate, {
-            "tool": tool, "arguments": args, "budget_left": self.state.budget_left(self.config),
-            "previous": self.state.calls, "columns": list(self.dataset.column_names),
-            "long_text": self._long_text()}, n)
-        if outcome.verdict == "FAIL":
-            self.record(StepDone(n, tool, args, "FAIL", False, critique=outcome.critique))
+        if not pending.problem and nesting_exceeds(args, MAX_ARGUMENT_DEPTH):  # an older journal
+            pending = dataclasses.replace(pending, problem=_TOO_DEEP)
+        if pending.problem:
+            shown = {} if nesting_exceeds(args, MAX_ARGUMENT_DEPTH) else args
+            self.record(StepDone(n, tool, shown, "FAIL", False, critique=pending.problem))
             return
-        self.record(self._execute(n, tool, args, outcome))
+        try:
+            outcome = self._gate(self.action_gate, {
+                "tool": tool, "arguments": args, "budget_left": self.state.budget_left(self.config),
+                "previous": self.state.calls, "columns": list(self.dataset.column_names),
+                "long_text": self._long_text()}, n)
+            if outcome.verdict == "FAIL":
+                self.record(StepDone(n, tool, args, "FAIL", False, critique=outcome.critique))
+                return
+            done = self._execute(n, tool, args, outcome)
+        except POISON as exc:  # a value the model sees, journaled: a resume never replays it
+            done = StepDone(n, tool, args, "FAIL", False, critique=(
+                f"this action could not be carried out ({type(exc).__name__}: "
+                f"{str(exc)[:300]}); it was refused, nothing was recorded from it"))
+        self.record(done)
 
     def _gate(self, gate: Gate, subject: dict[str, Any], n: int) -> GateOutcome:
         outcome = gate.evaluate(subject, n, self.raw)
@@ -371,9 +386,17 @@ def _model_step(n: int, result: ModelResult) -> dict[str, Any]:
                    "your text is your reasoning")
     else:
         call = reply.tool_calls[0]
-        tool, args = call.name, dict(call.arguments)
+        tool = call.name
+        if call.arguments_error:
+            problem = f"{call.arguments_error}; send the arguments as one flat JSON object"
+        elif nesting_exceeds(call.arguments, MAX_ARGUMENT_DEPTH):
+            # journaled without them: encoding (and every later fold) would recurse that deep
+            problem = _TOO_DEEP
+        else:
+            args = dict(call.arguments)
         value = args.get("confidence")
-        confidence = float(value) if isinstance(value, (int, float)) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            confidence = float(min(max(value, 0), 1))  # 10**400 is not a float
     return {"step": n, "reasoning": reply.text, "tool": tool, "arguments": args,
             "confidence": confidence, "usage": usage, "cost_usd": cost, "raw": raw,
             "problem": problem}

@@ -1,7 +1,8 @@
 """The finding gate's own evidence: re-run a proposal's queries in the sandbox.
 
 `compute(proposal, tools)` returns `(Evidence, None)` or `(None, problem)`; nothing the proposer
-said about counts is used. Schema-drift findings are proven from the snapshot's file schemas
+said about counts is used, and a count that is not within its denominator (`count_problem`) is
+no evidence. Schema-drift findings are proven from the snapshot's file schemas
 (the files whose type for the column differs from the most common one), not from SQL.
 """
 
@@ -28,8 +29,9 @@ def compute(proposal: Proposal, tools: AuditTools) -> tuple[Evidence | None, str
     denominator, result = tools.scalar(denominator_sql)
     if result.error is not None:
         return None, f"the denominator query failed: {result.model_text()}"
-    if not isinstance(count, int) or not isinstance(denominator, int):
-        return None, "the count and denominator queries must each return one integer"
+    problem = count_problem(count, denominator)
+    if problem:
+        return None, problem
     examples: tuple[dict, ...] = ()
     if examples_sql:
         result = tools.run_query(examples_sql)
@@ -38,6 +40,29 @@ def compute(proposal: Proposal, tools: AuditTools) -> tuple[Evidence | None, str
         columns = result.output["columns"]
         examples = tuple(dict(zip(columns, row)) for row in result.output["rows"][:5])
     return Evidence(count_sql, denominator_sql, examples_sql, count, denominator, examples), None
+
+
+MAX_COUNT = 2**63 - 1  # what the findings store (SQLite INTEGER) and every reader can hold
+
+
+def count_problem(count: object, denominator: object) -> str | None:
+    """Why `count` of `denominator` is not evidence (None when it is): both integers, the
+    count within its denominator (0 <= count <= denominator), neither past a 64-bit integer.
+    A count of 500 over a denominator of 10, a negative count or 5 of 0 is refused here rather
+    than committed (or crashing the interval)."""
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (count, denominator)):
+        return "the count and denominator queries must each return one integer"
+    assert isinstance(count, int) and isinstance(denominator, int)
+    if not 0 <= count <= denominator <= MAX_COUNT:
+        return (f"the evidence must be a count within its denominator (0 <= count <= "
+                f"denominator <= {MAX_COUNT}): the count query gave {_short(count)} and the "
+                f"denominator query {_short(denominator)}")
+    return None
+
+
+def _short(value: int) -> str:
+    text = str(value)
+    return text if len(text) <= 40 else text[:20] + f"...({len(text)} digits)"
 
 
 def _schema_evidence(proposal: Proposal, tools: AuditTools) -> tuple[Evidence | None, str | None]:

@@ -125,7 +125,9 @@ class Evidence:
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n <= 0:
+    """The interval, or (0, 1) (nothing known) for counts that are not k of n (a journal
+    written before the gate refused such evidence)."""
+    if n <= 0 or not 0 <= k <= n:
         return 0.0, 1.0
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
@@ -183,10 +185,15 @@ def fingerprint(sql: str) -> str:
         (text,) = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
     finally:
         con.close()
-    tree = json.loads(text)
-    if tree.get("error"):
-        raise ValueError(f"the count query does not parse: {tree.get('error_message')}")
-    canonical = json.dumps(_strip_positions(tree["statements"]), sort_keys=True, separators=(",", ":"))
+    try:  # a tree DuckDB parses may still nest deeper than Python's recursion limit
+        tree = json.loads(text)
+        if tree.get("error"):
+            raise ValueError(f"the count query does not parse: {tree.get('error_message')}")
+        canonical = json.dumps(_strip_positions(tree["statements"]), sort_keys=True,
+                               separators=(",", ":"))
+    except RecursionError:
+        raise ValueError("the count query nests too deeply to fingerprint; write it flatter") \
+            from None
     return "fp:" + hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 

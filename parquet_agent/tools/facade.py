@@ -185,7 +185,7 @@ class Tools:
                 return error_result(name, arguments[:2000], "validation", _TOO_DEEP)
         if arguments is None:
             arguments = {}
-        if _nesting_exceeds(arguments, MAX_ARGUMENT_DEPTH):  # before anything recurses into it
+        if nesting_exceeds(arguments, MAX_ARGUMENT_DEPTH):  # before anything recurses into it
             return error_result(name, "<arguments not shown: nested too deeply>", "validation", _TOO_DEEP)
         args, problem = self.offer.checks[name].check(arguments)
         if problem is not None:
@@ -314,7 +314,7 @@ _TOO_LONG = (f"the arguments are over {MAX_ARGUMENT_CHARS:,} characters of JSON;
              f"most {MAX_QUERY_CHARS:,} characters")
 
 
-def _nesting_exceeds(value: object, limit: int) -> bool:
+def nesting_exceeds(value: object, limit: int) -> bool:
     """Whether containers nest deeper than `limit` (iterative: no recursion on hostile input)."""
     stack = [(value, 0)]
     while stack:
