@@ -9,6 +9,8 @@ prices -- does not look isolated). Under an exponential tail the normalised spac
 above gap `r` (r <= 20) are isolated when that gap's normalised spacing exceeds `THRESHOLD` times
 the mean of the spacings below it, and the excess jumps at least `MIN_RATIO`-fold across the gap.
 A value whose negation sits inside the column's central range is said to look sign-flipped.
+The zeros of a column with no negative value are not its lower tail: zero is what a count or an
+amount of nothing is (an empty text has 0 characters), a state of its own, not a scale error.
 
 Domains (latitude in [-90, 90], longitude in [-180, 180], percentages in [0, 100]) are read
 from column names; a value outside is impossible when the column's 1-99 % range is inside (a
@@ -69,13 +71,18 @@ def find(probe: Probe, table: Table, profiles: dict[str, ColumnProfile]) -> list
     for start in range(0, len(cols), _CHUNK):
         part = cols[start:start + _CHUNK]
         terms = ", ".join(
-            f"max(CAST({q(c)} AS DOUBLE), {TAIL}) FILTER (WHERE isfinite(CAST({q(c)} AS DOUBLE))) AS hi{i}, "
-            f"min(CAST({q(c)} AS DOUBLE), {TAIL}) FILTER (WHERE isfinite(CAST({q(c)} AS DOUBLE))) AS lo{i}"
-            for i, c in enumerate(part))
+            f"max({x}, {TAIL}) FILTER (WHERE isfinite({x})) AS hi{i}, "
+            f"min({x}, {TAIL}) FILTER (WHERE isfinite({x}){_no_zero(profiles[c], x)}) AS lo{i}"
+            for i, c in enumerate(part) for x in [f"CAST({q(c)} AS DOUBLE)"])
         row = probe.one(f"SELECT {terms} FROM {table.view}")
         for i, c in enumerate(part):
             out += _column(table, c, profiles[c], row[f"hi{i}"] or [], row[f"lo{i}"] or [])
     return out
+
+
+def _no_zero(p: ColumnProfile, x: str) -> str:
+    """The zeros left out of the lower tail of a column with no negative value."""
+    return f" AND {x} <> 0" if p.low is not None and p.low >= 0 else ""
 
 
 def _column(table: Table, column: str, p: ColumnProfile, high: list, low: list) -> list[Candidate]:

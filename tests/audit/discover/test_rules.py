@@ -61,3 +61,23 @@ def test_the_auditor_commits_them_and_scores_them(tables, tmp_path):
     wrong = [f.title for f in report.findings if f.key not in result.excluded
              and not result.matches.get(f.key)]
     assert wrong == ["flights: carrier_name has an unknown value"], wrong
+
+
+def test_zeros_of_a_nonnegative_column_are_no_lower_tail_but_a_flipped_sign_is(tmp_path):
+    """Six empty texts with 0 characters among lengths near 2,600 are not 'isolated below'
+    (their emptiness is its own finding); six lengths with their sign flipped are."""
+    import random
+
+    from tests.audit.discover.conftest import write_tables
+
+    rng = random.Random(1)
+    rows = [{"doc": i, "char_count": int(rng.gauss(2600, 300))} for i in range(120)]
+    for i in range(0, 60, 10):
+        rows[i]["char_count"] = 0
+    zeros = run_discovery(write_tables(tmp_path / "zeros", {"docs": rows}))
+    assert [c.title for c in reported(zeros, "outliers.isolated")] == []
+    for i in range(0, 60, 10):
+        rows[i]["char_count"] = -2600 - i
+    flipped = run_discovery(write_tables(tmp_path / "flipped", {"docs": rows}))
+    assert [c.title for c in reported(flipped, "outliers.isolated")] == [
+        "char_count isolated below its other values in data (sign flipped?)"]
