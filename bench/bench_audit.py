@@ -11,13 +11,13 @@ Prints one markdown table per variant and rate, and the wall-clock seconds per a
 from __future__ import annotations
 
 import argparse
-import shutil
 import time
 from pathlib import Path
 
 from parquet_agent.audit import AuditConfig, Auditor
 from parquet_agent.audit.planter import plant
 from parquet_agent.audit.scoring import score
+from parquet_agent.files import claim_folder
 
 
 def _f(x):
@@ -31,11 +31,14 @@ def main() -> None:
     parser.add_argument("--rates", type=float, nargs="+", default=[0.001, 0.01, 0.05])
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    shutil.rmtree(args.work, ignore_errors=True)
-    args.work.mkdir(parents=True)
     variants = {"blind": {"provider": "audit-baseline", "variant": "blind"},
                 "reference": {"provider": "audit-baseline", "variant": "reference",
                               "reference": str(args.sample)}}
+    # --work is new, empty or an earlier run's of this script (only its own entries replaced)
+    claim_folder(args.work, "bench/bench_audit.py", clear=[
+        name for v in variants for name in (f"{v}.sqlite", f"{v}-clean",
+                                            *(f"{v}-{r}" for r in args.rates))]
+        + [f"planted-{r}" for r in args.rates])
     for variant, model in variants.items():
         config = AuditConfig(lineage="sample", model=model)
         store = args.work / f"{variant}.sqlite"

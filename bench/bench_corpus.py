@@ -25,11 +25,12 @@ import argparse
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from parquet_agent.files import claim_folder
 
 PY = sys.executable
 
@@ -165,7 +166,8 @@ def main() -> int:
     import pyarrow.parquet as pq
 
     work: Path = args.work
-    work.mkdir(parents=True, exist_ok=True)
+    # new, empty or an earlier run's of this script (only its own entries replaced)
+    claim_folder(work, "bench/bench_corpus.py", clear=("plain", "prepared", "bench_corpus.json"))
     results: dict = {"corpus": str(args.corpus), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     files = sorted(args.corpus.glob("*.parquet"))
     rows = sum(pq.ParquetFile(p).metadata.num_rows for p in files)
@@ -178,8 +180,6 @@ def main() -> int:
     results["plain_row_groups"] = sum(pq.ParquetFile(p).metadata.num_row_groups for p in plain.glob("*.parquet"))
 
     prepared = work / "prepared"
-    if prepared.exists():
-        shutil.rmtree(prepared)
     cli = [PY, "-m", "parquet_agent", "corpus"]
     results["prepare"] = timed_command(*cli, "prepare", str(plain), "--out", str(prepared), "--no-index")
     text_bytes = sum(

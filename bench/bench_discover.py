@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import shutil
 import subprocess
 import sys
 import threading
@@ -33,6 +32,7 @@ import pyarrow.parquet as pq
 from parquet_agent.audit import AuditConfig, Auditor
 from parquet_agent.audit.scoring import load_manifest, score
 from parquet_agent.audit.structural import generate
+from parquet_agent.files import claim_folder
 
 DISCOVER = """
 import json, sys
@@ -146,8 +146,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ydata-python", help="a python with ydata-profiling installed")
     args = parser.parse_args()
-    shutil.rmtree(args.work, ignore_errors=True)
-    args.work.mkdir(parents=True)
+    # --work is new, empty or an earlier run's of this script (only its own entries replaced)
+    claim_folder(args.work, "bench/bench_discover.py", clear=(
+        "clean", "planted", "findings.sqlite", "audit-clean", "audit-planted",
+        f"cost-clean-{args.cost_scale:g}", f"cost-{args.cost_scale:g}"))
     quality(args.work, args.scale, args.seed)
     cost(args.work, args.cost_scale, args.seed, args.ydata_python)
 

@@ -42,6 +42,7 @@ import pyarrow.parquet as pq
 
 from parquet_agent.corpus.index import CorpusIndex
 from parquet_agent.corpus.pages import column_format, read_cell
+from parquet_agent.files import claim_folder
 from parquet_agent.tools import Tools
 from parquet_agent.tools.lookup import HEADER_COLUMNS, INDEX_COLUMNS, HeaderSearch, RowIndex
 
@@ -348,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
         report["busy_run"] = busy_run(tools, stems)
     if not args.skip_plain:
         plain_root = args.plain_dir or Path(tempfile.mkdtemp(prefix="plain-export-"))
+        if args.plain_dir is not None:  # new, empty or an earlier run's: its plain/ replaced
+            claim_folder(args.plain_dir, "bench/bench_tools.py", clear=("plain",))
         try:
             if args.plain_from:
                 paths = sorted(args.plain_from.glob("*.parquet"))

@@ -14,6 +14,9 @@ imports nothing of ours but `errors`.
   leaves at most one torn record at the end of the file, which readers detect and skip.
 - `WriterLock(run_dir)`: an exclusive `flock` on `<run>/.lock`, so two processes never append
   to the same run at once. The kernel drops it when the holder dies, even by SIGKILL.
+- `claim_folder(folder, owner, clear)`: a work folder that is new, empty or `owner`'s own from
+  an earlier call (only the entries named in `clear` are then removed); any other non-empty
+  folder is refused untouched, so nothing deletes a folder it did not make.
 """
 
 from __future__ import annotations
@@ -22,12 +25,14 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import threading
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from parquet_agent.errors import RunError
+from parquet_agent.errors import RunError, UsageError
 
 
 def utc_now() -> str:
@@ -144,3 +149,41 @@ def ignore_os_errors(action) -> None:
         action()
     except OSError:
         pass
+
+
+OWNER_MARK = ".parquet-agent-owner.json"
+
+
+def claim_folder(folder: Path, owner: str, clear: Sequence[str] = ()) -> Path:
+    """Make `folder` the work folder of `owner` (e.g. "notebooks/audit_dataset.ipynb") and
+    return it: created when missing, taken when empty (a mark naming `owner` is written in
+    it), reused when its mark names `owner`; then the entries named in `clear` (and SQLite's
+    `-wal`, `-shm` and `-journal` files beside them) are removed, and nothing else.
+    A non-empty folder without that mark raises UsageError and is left as it was."""
+    folder = Path(folder)
+    mark = folder / OWNER_MARK
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{folder} is not a folder")
+    entries = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+    if entries and _owner(mark) != owner:
+        shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+        raise UsageError(f"{folder} is not empty ({shown}) and was not made by {owner}: pass "
+                         "a new or empty folder (nothing there was changed)")
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in entries:
+        if any(name in (c, c + "-wal", c + "-shm", c + "-journal") for c in clear):
+            path = folder / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+    mark.write_text(json.dumps({"owner": owner}) + "\n", encoding="utf-8")
+    return folder
+
+
+def _owner(mark: Path) -> str | None:
+    try:
+        data = json.loads(mark.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("owner") if isinstance(data, dict) else None
