@@ -6,6 +6,9 @@
     config = notebook_config(path, sample_n=10, seed=3, strategies=["sql"], models=["baseline"])
     ensure_corpus(config)                      # builds the bundled sample if it is the one missing
     latest_runs("runs", 2)                     # newest run folders first (by manifest created_at)
+    output_path("runs/audit-notebook")         # where a notebook writes a relative path: the
+                                               #   repo root, also from a kernel in notebooks/
+    find_dataset("data/sample")                # find_path; the bundled sample built if missing
 
 Overrides follow the notebook parameters of `run_experiment.ipynb`; `None` keeps the config's
 value. Paths given as overrides resolve against the current folder. Errors are `UsageError` /
@@ -36,6 +39,31 @@ def find_path(path: str | Path, *, what: str = "path") -> Path:
             return candidate.resolve()
     raise UsageError(f"{what} {str(path)!r} not found (looked in {tried[0].parent} and "
                      f"{tried[1].parent}); pass an absolute path or run from the repo root")
+
+
+def output_path(path: str | Path) -> Path:
+    """Where a notebook writes `path`: as given when absolute, else under the current folder,
+    or under its parent when the current folder is `notebooks/` (JupyterLab starts a kernel in
+    the notebook's folder, papermill in the caller's), so the defaults land in the repo's
+    `runs/` and `data/`, never in a stray `notebooks/runs/`."""
+    p = Path(path).expanduser()
+    if p.is_absolute():
+        return p
+    base = Path.cwd()
+    return (base.parent if base.name == "notebooks" else base) / p
+
+
+def find_dataset(dataset: str | Path) -> Path:
+    """`find_path(dataset)`; a missing relative `.../sample` folder is the bundled sample,
+    built at `output_path(dataset)` (as `run_experiment.ipynb` builds it)."""
+    try:
+        return find_path(dataset, what="dataset")
+    except UsageError:
+        if Path(dataset).is_absolute() or Path(dataset).name != "sample":
+            raise
+    from parquet_agent.corpus.sample import ensure_sample
+
+    return ensure_sample(output_path(dataset))
 
 
 def notebook_config(config_path: str | Path, *, sample_n: int | None = None,

@@ -7,10 +7,12 @@ question with a verdict), so both branches of the notebook run in one execution.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import nbformat
 import papermill as pm
+import pytest
 
 from parquet_agent.audit import AuditReport
 from parquet_agent.audit.baseline import BaselineAuditor
@@ -97,3 +99,39 @@ def test_the_notebook_plants_audits_scores_and_diffs(tmp_path, monkeypatch):
         elif values["recall"] == 0:
             assert "recall 0: its planted defects were not found" in note.split(line, 1)[1]\
                 .split("<br>")[0]
+
+
+def test_the_defaults_from_a_kernel_in_notebooks_and_a_folder_it_did_not_make(tmp_path):
+    """issue 27 items 3, 4: run with its defaults by a kernel started in notebooks/ (as
+    JupyterLab starts it), the notebook finds data/sample and writes runs/audit-notebook at the
+    repo root (it failed on notebooks/data/sample and left a stray notebooks/runs/); given an
+    earlier experiment's run folder as work_dir it stops with a message and deletes nothing
+    (it removed the folder with shutil.rmtree)."""
+    root = tmp_path / "root"
+    (root / "notebooks").mkdir(parents=True)
+    shutil.copy(NOTEBOOK, root / "notebooks")
+    write_filings(root / "data" / "sample")
+    result = tmp_path / "result.json"
+
+    def run(**parameters):
+        return pm.execute_notebook(
+            str(root / "notebooks" / NOTEBOOK.name), str(tmp_path / "out.ipynb"),
+            kernel_name="python3", cwd=str(root / "notebooks"), parameters=parameters,
+            start_timeout=60, execution_timeout=600, progress_bar=False, log_output=False)
+
+    run(result_path=str(result))
+    assert json.loads(result.read_text())["scores"]["baseline"]["overall"]["precision"] == 1.0
+    work = root / "runs" / "audit-notebook"
+    assert {"planted", "clean", "planted-baseline", "findings.sqlite"} <= {
+        p.name for p in work.iterdir()}
+    assert [p.name for p in (root / "notebooks").iterdir()] == [NOTEBOOK.name]
+
+    earlier = root / "runs" / "2026-12-01-demo"
+    (earlier / "cases").mkdir(parents=True)
+    (earlier / "manifest.json").write_text("{}")
+    with pytest.raises(pm.PapermillExecutionError) as info:
+        run(work_dir="runs/2026-12-01-demo")
+    assert info.value.ename == "UsageError"
+    assert "is not empty (cases, manifest.json)" in info.value.evalue
+    assert "nothing there was changed" in info.value.evalue
+    assert sorted(p.name for p in earlier.iterdir()) == ["cases", "manifest.json"]

@@ -9,9 +9,11 @@ import pytest
 from parquet_agent.errors import UsageError
 from parquet_agent.explore.notebook import (
     ensure_corpus,
+    find_dataset,
     find_path,
     latest_runs,
     notebook_config,
+    output_path,
     resolve_run,
 )
 
@@ -55,6 +57,24 @@ def test_find_path_looks_in_cwd_then_its_parent(tmp_path, monkeypatch):
     assert find_path("configs/x.toml") == (tmp_path / "configs" / "x.toml").resolve()
     with pytest.raises(UsageError, match="not found"):
         find_path("configs/missing.toml")
+
+
+def test_output_paths_land_in_the_repo_root_from_a_kernel_in_notebooks(tmp_path, monkeypatch):
+    """issue 27 item 3: a kernel JupyterLab starts in notebooks/ writes the defaults under the
+    repo root (was a stray notebooks/runs/), papermill from elsewhere under its cwd."""
+    (tmp_path / "notebooks").mkdir()
+    monkeypatch.chdir(tmp_path / "notebooks")
+    assert output_path("runs/audit-notebook") == tmp_path / "runs" / "audit-notebook"
+    assert output_path(tmp_path / "x") == tmp_path / "x"
+    monkeypatch.chdir(tmp_path)
+    assert output_path("runs/a") == tmp_path / "runs" / "a"
+    with pytest.raises(UsageError, match="dataset 'data/orders' not found"):
+        find_dataset("data/orders")  # only the bundled sample is built when missing
+    monkeypatch.chdir(tmp_path / "notebooks")
+    built = find_dataset("data/sample")
+    assert built == tmp_path / "data" / "sample" and (built / "questions.jsonl").is_file()
+    assert find_dataset("data/sample") == built.resolve()  # found, not built again
+    assert sorted(p.name for p in (tmp_path / "notebooks").iterdir()) == []
 
 
 def test_latest_runs_and_resolve_run(demo_run, scripted_run, http_run, runs_dir):

@@ -28,6 +28,8 @@ PARAMETERS = {
                        "result_path"},
     "explore_run": {"run_dir", "runs_dir", "case_id", "result_path"},
     "compare_runs": {"new_run", "old_run", "runs_dir", "threshold", "seed", "html_out"},
+    "audit_dataset": {"dataset", "model", "gates", "seed", "rate", "lineage", "work_dir",
+                      "result_path"},
 }
 PLOTLY = "application/vnd.plotly.v1+json"
 WIDGET = "application/vnd.jupyter.widget-view+json"
