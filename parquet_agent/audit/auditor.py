@@ -36,7 +36,7 @@ from parquet_agent.audit.evidence import compute, proposal_fingerprint
 from parquet_agent.audit.finding import Finding, Proposal, finding_key
 from parquet_agent.audit.gates import Gate, GateOutcome
 from parquet_agent.audit.history import recheck
-from parquet_agent.audit.models import build_auditor_model, build_judge_model
+from parquet_agent.audit.models import audit_keys, build_auditor_model, build_judge_model
 from parquet_agent.audit.prompt import step_request
 from parquet_agent.audit.report import AuditReport, write_exports
 from parquet_agent.audit.rules import ActionRules, FindingRules, RunRules
@@ -96,8 +96,10 @@ class Auditor:
         lock = WriterLock(run_dir)
         store = _open_store(self.store, run_dir)
         try:
-            model = self.model or build_auditor_model(self.config.model)
-            judge = self.judge or (build_judge_model(self.config.judge) if self.config.judge else None)
+            keys = audit_keys(self.config.model, self.config.judge)
+            model = self.model or build_auditor_model(self.config.model, keys)
+            judge = self.judge or (build_judge_model(self.config.judge, keys)
+                                   if self.config.judge else None)
             config = self.config.sized(len(ds.column_names))
             with AuditTools.open(ds) as tools:
                 session = _Session(config, ds, run_dir, tools, model, judge, store, self.progress)

@@ -4,11 +4,14 @@
 `variant = "reference"` and `reference = DIR` it first profiles the clean snapshot in `DIR`
 with the same sandboxed `get_stats`. Any other table is a `[[models]]` entry
 (`models.spec.model_spec_from_table` + `models.build_model`): openai, anthropic, google, or
-`scripted` (a JSON script file of replies).
+`scripted` (a JSON script file of replies). Each recorder knows both models' keys
+(`audit_keys`): the auditor's key, echoed by its model in any spelling, is scrubbed from what
+the judge's provider is sent, and the other way round.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from parquet_agent.audit.baseline import BaselineAuditor
@@ -16,12 +19,21 @@ from parquet_agent.audit.config import BASELINE
 from parquet_agent.audit.dataset import Dataset
 from parquet_agent.audit.tools import AuditTools
 from parquet_agent.errors import ConfigError
-from parquet_agent.models.factory import build_model
+from parquet_agent.models.factory import build_model, known_keys
 from parquet_agent.models.protocol import Model
 from parquet_agent.models.spec import model_spec_from_table
 
 
-def build_auditor_model(table: dict[str, Any]) -> Model:
+def audit_keys(*tables: dict[str, Any] | None) -> tuple[str, ...]:
+    """Every API key the `[audit.model]` / `[audit.judge]` tables name that is set."""
+    specs = [model_spec_from_table({"name": name, **table}, where=f"[audit.{name}]")
+             for name, table in zip(("model", "judge"), tables)
+             if table and table.get("provider") != BASELINE]
+    return known_keys(specs)
+
+
+def build_auditor_model(table: dict[str, Any], secrets: Sequence[str] = ()) -> Model:
+    """`secrets`: the other keys the audit knows, kept out of this model's requests and records."""
     if table.get("provider") == BASELINE:
         unknown = sorted(set(table) - {"provider", "variant", "reference", "name"})
         if unknown:
@@ -37,11 +49,13 @@ def build_auditor_model(table: dict[str, Any]) -> Model:
             return BaselineAuditor(variant, profiles)
         except ValueError as exc:
             raise ConfigError(f"[audit.model]: {exc}") from exc
-    return build_model(model_spec_from_table({"name": "auditor", **table}, where="[audit.model]"))
+    return build_model(model_spec_from_table({"name": "auditor", **table}, where="[audit.model]"),
+                       secrets=secrets)
 
 
-def build_judge_model(table: dict[str, Any]) -> Model:
-    return build_model(model_spec_from_table({"name": "judge", **table}, where="[audit.judge]"))
+def build_judge_model(table: dict[str, Any], secrets: Sequence[str] = ()) -> Model:
+    return build_model(model_spec_from_table({"name": "judge", **table}, where="[audit.judge]"),
+                       secrets=secrets)
 
 
 def reference_profiles(folder: str) -> dict[str, Any]:

@@ -46,8 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_judge)
 
 
-def build_judge(value: str, env=None):
-    """The `Judge` that `--judge` names."""
+def build_judge(value: str, env=None, secrets: tuple[str, ...] = ()):
+    """The `Judge` that `--judge` names. `secrets`: the keys of the run it judges, kept out of
+    what the judge's provider is sent and of its records."""
     from parquet_agent.experiment.runner import build_model_or_judge
     from parquet_agent.judge import Judge
     from parquet_agent.models.spec import ModelSpec, load_model_specs, validate_model
@@ -70,7 +71,24 @@ def build_judge(value: str, env=None):
     else:
         raise UsageError(f"--judge {value!r}: give an experiment config (.toml), 'rubric', or "
                          f"provider:model with provider one of {', '.join(KEY_VARIABLES)}")
-    return Judge(build_model_or_judge(spec, env), context_tokens=spec.context_tokens)
+    return Judge(build_model_or_judge(spec, env, secrets), context_tokens=spec.context_tokens)
+
+
+def run_keys(run_dir: Path) -> tuple[str, ...]:
+    """The API keys the run's own config names that are set (none when it has no readable
+    experiment config)."""
+    import json
+
+    from parquet_agent.errors import ConfigError
+    from parquet_agent.experiment.config import ExperimentConfig
+    from parquet_agent.models.factory import known_keys
+
+    try:
+        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+        config = ExperimentConfig.from_dict(manifest["config"], source="manifest.json")
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, ConfigError):
+        return ()
+    return known_keys((*config.models, config.judge))
 
 
 def _judge(args: argparse.Namespace) -> int:
@@ -78,8 +96,8 @@ def _judge(args: argparse.Namespace) -> int:
 
     if args.judge is None:
         return _judge_awaiting(args)
-    judge = build_judge(args.judge)
     run_dir = args.run_dir.resolve()
+    judge = build_judge(args.judge, secrets=run_keys(run_dir))
     with RunStore(run_dir.parent).open(run_dir, writable=True) as run:
         if not args.batch and not _negotiated(judge, run):
             return 1
@@ -131,7 +149,8 @@ def _judge_awaiting(args: argparse.Namespace) -> int:
         if not awaiting_cases(run):
             print(f"{run_dir}: no case awaits judgment")
             return 0
-        judge = config_judge(config, build_model_or_judge(config.judge, None))
+        judge = config_judge(config, build_model_or_judge(config.judge, None,
+                                                          run_keys(run_dir)))
         if not args.batch and not _negotiated(judge, run):
             return 1
         result = judge_pending(run, judge, batch=args.batch,

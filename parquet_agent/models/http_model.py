@@ -276,7 +276,9 @@ class HttpModel:
             )
             attempts.append(attempt)
             if failure is None and outcome is not None:
-                return ModelResult(reply=outcome.reply, attempts=tuple(attempts))
+                # the assembled reply too: a key split across pieces the body scrub missed
+                reply = self.transport.scrubber.value(outcome.reply)
+                return ModelResult(reply=reply, attempts=tuple(attempts))
             if not failure.retryable or number == self.retry.max_attempts:
                 break
             wait_s = self.retry.delay(number, failure.retry_after_s, self._rng)

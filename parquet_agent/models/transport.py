@@ -4,16 +4,18 @@
 client (`httpx2.Client(transport=...)`). An adapter opens `transport.exchange(sink, name)`
 around one SDK call (one attempt; SDK retries are off); inside it, each HTTP request is
 
-1. written to `sink` as `<name>.request.json` (method, URL, headers and the exact body) with
-   credentials removed, **before** it is sent;
+1. scrubbed (`scrub.Scrubber`: a known key in the body, in any spelling it matches, is
+   replaced before the request leaves the process, so no provider gets another's key) and
+   written to `sink` as `<name>.request.json` (method, URL, headers and the exact body as sent)
+   with credential headers and parameters removed, **before** it is sent;
 2. sent through `inner`; the response body is read in full;
 3. written as `<name>.response.json` (status, headers, body) **before** the SDK sees it. A
    transport failure (timeout, dropped connection) is written there too, as `error`.
 
 The SDK then parses exactly the bytes that were written (content-decoded; a credential echoed in
-the body is replaced by `REDACTED` in both, in every spelling a JSON string can give it: plain,
-with any of its characters escaped as a JSON unicode escape, or a slash escaped; so the SDK's decoded error text,
-journals, case records and reports never see it). Credentials are: `Authorization`, `x-api-key`,
+the body is replaced by `REDACTED` in both, in every spelling `scrub.Scrubber` matches: JSON
+escapes at any depth, percent, base64, hex, split across adjacent JSON strings; so the SDK's
+decoded error text, journals, case records and reports never see it). Credentials are: `Authorization`, `x-api-key`,
 `x-goog-api-key`, `api-key` and similar headers, `key=`-style query parameters, and every
 `secrets` value wherever it appears. A request outside an `exchange` raises: nothing goes out
 unrecorded. The open exchange is per thread, so one transport serves concurrent calls.
@@ -32,7 +34,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import re
 import threading
 import time
 from contextlib import contextmanager
@@ -43,9 +44,9 @@ import httpx2
 
 from parquet_agent.files import utc_now
 from parquet_agent.models.protocol import RawSink
+from parquet_agent.models.scrub import REDACTED, Scrubber
 
 SCHEMA_VERSION = 1
-REDACTED = "[REDACTED-CREDENTIAL]"
 _CREDENTIAL_HEADERS = frozenset(
     {
         "authorization",
@@ -111,9 +112,8 @@ class RecordingTransport(httpx2.BaseTransport):
 
     def __init__(self, inner: httpx2.BaseTransport, *, secrets: Sequence[str] = ()):
         self._inner = inner
-        # Short values would redact ordinary words; real keys are long.
-        self._secrets = tuple(s for s in secrets if s and len(s) >= 8)
-        self._patterns = tuple(json_spellings(s) for s in self._secrets)
+        # Short values would redact ordinary words; real keys are long (see Scrubber).
+        self.scrubber = Scrubber(secrets)
         self._local = threading.local()
 
     @contextmanager
@@ -138,11 +138,15 @@ class RecordingTransport(httpx2.BaseTransport):
             )
         ex.http_count += 1
         name = ex.name if ex.http_count == 1 else f"{ex.name}.http-{ex.http_count}"
-        body = request.read()
+        original = request.read()
+        body = self._scrub(original)
+        if body != original:  # a key in the body never leaves the process
+            request = _with_body(request, body)
         recorded = _recorded_for(ex, body) if ex.http_count == 1 else None
         if recorded is not None:
             return self._replay(request, ex, recorded)
-        ex.request_path = _write(ex, f"{name}.request.json", self._request_record(request, body))
+        ex.request_path = _write(ex, f"{name}.request.json",
+                                 self._request_record(request, body, body != original))
         ex.sent_at = ex.sent_at or time.perf_counter()
         try:
             response = self._inner.handle_request(request)
@@ -199,12 +203,10 @@ class RecordingTransport(httpx2.BaseTransport):
     # -- records ------------------------------------------------------------------------
 
     def _scrub(self, data: bytes) -> bytes:
-        for pattern in self._patterns:
-            data = pattern.sub(REDACTED.encode(), data)
-        return data
+        return self.scrubber.bytes(data)
 
     def _scrub_text(self, text: str) -> str:
-        return self._scrub(text.encode("utf-8", "surrogatepass")).decode("utf-8", "surrogatepass")
+        return self.scrubber.text(text)
 
     def _headers(self, items: list[tuple[str, str]]) -> list[list[str]]:
         out = []
@@ -222,8 +224,7 @@ class RecordingTransport(httpx2.BaseTransport):
         clean = url.copy_with(query=None) if not params else url.copy_with(params=params)
         return self._scrub_text(str(clean))
 
-    def _request_record(self, request: httpx2.Request, body: bytes) -> bytes:
-        scrubbed = self._scrub(body)
+    def _request_record(self, request: httpx2.Request, body: bytes, redacted: bool) -> bytes:
         record = {
             "schema_version": SCHEMA_VERSION,
             "kind": "http_request",
@@ -232,10 +233,11 @@ class RecordingTransport(httpx2.BaseTransport):
             "url": self._url(request.url),
             "headers": self._headers(request.headers.multi_items()),
             "body_sha256": hashlib.sha256(body).hexdigest(),
-            **_body_fields(scrubbed),
+            **_body_fields(body),
         }
-        if scrubbed != body:
-            record["note"] = "a credential value inside the request body was redacted"
+        if redacted:
+            record["note"] = ("a credential value inside the request body was redacted before "
+                              "the request was sent")
         return _dump(record)
 
     def _response_record(self, request, response, headers, data: bytes) -> bytes:
@@ -286,20 +288,11 @@ def _write(ex: Exchange, name: str, data: bytes) -> str:
         raise
 
 
-def json_spellings(secret: str) -> "re.Pattern[bytes]":
-    """A bytes pattern matching `secret` as written in UTF-8 text or inside a JSON string, where
-    any character may be a JSON unicode escape (either hex case) and a slash may be escaped."""
-    parts = []
-    for ch in secret:
-        options = [re.escape(ch.encode("utf-8"))]
-        if ord(ch) < 0x10000:
-            options.append(rb"\\u" + b"".join(
-                b"[" + c.lower().encode() + c.upper().encode() + b"]" if c.isalpha()
-                else c.encode() for c in f"{ord(ch):04x}"))
-        if ch == "/":
-            options.append(rb"\\/")
-        parts.append(b"(?:" + b"|".join(options) + b")")
-    return re.compile(b"".join(parts))
+def _with_body(request: httpx2.Request, body: bytes) -> httpx2.Request:
+    """`request` carrying `body` instead (its content-length follows)."""
+    headers = [(k, v) for k, v in request.headers.multi_items() if k.lower() != "content-length"]
+    return httpx2.Request(request.method, request.url, headers=headers, content=body,
+                          extensions=request.extensions)
 
 
 def _body_fields(data: bytes) -> dict:
