@@ -29,7 +29,6 @@ What it does, from a clean clone with the wheel cache warm:
 
 from __future__ import annotations
 
-
 import argparse
 import json
 import os
@@ -165,9 +164,9 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the run folder")
     args = ap.parse_args()
 
-    from parquet_agent.experiment.runner import Experiment
     from parquet_agent.corpus.sample import ensure_sample
     from parquet_agent.experiment.config import load_config
+    from parquet_agent.experiment.runner import Experiment
 
     py = server_venv(args.wheels)
     gguf = model_path(py)
@@ -226,9 +225,9 @@ def _rubric_beside(run) -> dict:
     rubric's over the same answers (`Run.rejudge`), with how often their verdicts agree."""
     from collections import Counter
 
+    from parquet_agent.analysis.judgments import appended_judgments
+    from parquet_agent.explore.runs import RunStore
     from parquet_agent.judge import Judge, RubricJudgeModel
-    from parquet_agent.store import RunStore
-    from parquet_agent.judge.rejudge import appended_judgments
     from parquet_agent.transcript import JudgeFormat, Judgment
 
     fmt = [e.payload for e in run.run_events() if isinstance(e.payload, JudgeFormat)]

@@ -23,9 +23,15 @@ import time
 from pathlib import Path
 
 from parquet_agent.experiment.config import ExperimentConfig
+from parquet_agent.experiment.run import create_run
 from parquet_agent.models.factory import build_model
 from parquet_agent.models.fakes import FakeReply, FakeToolCall, openai_server
-from parquet_agent.models.protocol import ModelRequest, SystemMessage, ToolMessage, UserMessage
+from parquet_agent.models.protocol import (
+    ModelRequest,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+)
 from parquet_agent.models.spec import ModelSpec
 from parquet_agent.store import (
     CaseFinished,
@@ -140,7 +146,7 @@ def main() -> None:
         config = ExperimentConfig(name="bench", corpus=".", questions="q.jsonl", models=[spec],
                                   judge=ModelSpec(name="judge", provider="rubric", model="rubric"),
                                   strategies=("sql+stream",), base_dir=root)
-        run = RunStore(root / "runs").create(config, freeze(
+        run = create_run(RunStore(root / "runs"), config, freeze(
             question_ids=[r["financebench_id"] for r, _, _ in cases], corpus_snapshot=None,
             prompt_hashes={}, sandbox_mode="bench"))
         sink = Timed(run.raw)

@@ -33,7 +33,7 @@ _PUBLIC = {
     "FindingsStore": "parquet_agent.audit.store",
     "Judge": "parquet_agent.judge",
     "ParquetAgentError": "parquet_agent.errors",
-    "RunStore": "parquet_agent.store",
+    "RunStore": "parquet_agent.explore.runs",
     "Tools": "parquet_agent.tools",
     "charts": "parquet_agent.explore.charts",
     "load_questions": "parquet_agent.corpus.questions",

@@ -10,9 +10,11 @@ from parquet_agent.agent.loop import FINAL_ANSWER_PROMPT, Agent, AgentLimits
 from parquet_agent.corpus.questions import load_questions
 from parquet_agent.errors import ModelCallError
 from parquet_agent.experiment.config import ExperimentConfig
+from parquet_agent.experiment.run import create_run
+from parquet_agent.explore.runs import RunStore
 from parquet_agent.models.protocol import ToolCall, ToolMessage, UserMessage
 from parquet_agent.models.scripted import ScriptedModel
-from parquet_agent.store import RunStore, freeze
+from parquet_agent.store import freeze
 from parquet_agent.tools import Tools
 from tests.harness_corpus import make_harness_corpus
 
@@ -36,7 +38,7 @@ def run(tmp_path, corpus):
         "judge": {"provider": "rubric"}})
     frozen = freeze(config, question_ids=["Q001"], corpus_snapshot=None, prompt_hashes={},
                     sandbox_mode="test")
-    r = RunStore(tmp_path / "runs").create(config, frozen, run_id="r1")
+    r = create_run(RunStore(tmp_path / "runs"), config, frozen, run_id="r1")
     yield r
     r.close()
 

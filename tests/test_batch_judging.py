@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from parquet_agent.experiment.runner import Experiment
 from parquet_agent.experiment.config import ExperimentConfig
+from parquet_agent.experiment.runner import Experiment
+from parquet_agent.explore.runs import RunStore
 from parquet_agent.judge import JUDGMENT_TOOL
 from parquet_agent.models.fakes import FakeBatches, FakeReply, FakeToolCall
-from parquet_agent.store import RunStore
 from parquet_agent.store.readable import summary_table
 from parquet_agent.transcript import CaseFinished, Judgment, JudgmentPending
 from tests.fake_judge import JUDGE_KEY_ENV, JUDGE_KEY_VARIABLE
@@ -189,9 +189,9 @@ def test_a_run_killed_while_it_polls_resumes_the_same_batch(corpus, tmp_path):
 def test_a_request_the_batch_failed_stays_awaiting_with_the_reason_and_goes_alone_next_time(
         corpus, tmp_path, capsys):
     from parquet_agent.experiment.runner import build_model_or_judge, config_judge
+    from parquet_agent.judge.pending import judge_pending
     from parquet_agent.models.batch import Polling
     from parquet_agent.models.fakes import openai_server
-    from parquet_agent.judge.pending import judge_pending
 
     fb = FakeBatches(lambda custom_id, body: _judgment("openai"), polls=0, failed={"r00001"})
     with openai_server(lambda request: FakeReply(text="OK")) as server:

@@ -19,12 +19,12 @@ from parquet_agent.errors import ResumeRefusedError, SnapshotChangedError, Stale
 from parquet_agent.experiment.runner import Experiment
 from parquet_agent.cli.experiment import demo_config
 from parquet_agent.experiment.config import ExperimentConfig
+from parquet_agent.explore.runs import RunStore
 from parquet_agent.models.fakes import FakeReply, FakeToolCall, openai_server
 from parquet_agent.store import (
     CorpusDrift,
     ModelTurn,
     RunFinished,
-    RunStore,
     ToolCallEvent,
     read_raw,
 )

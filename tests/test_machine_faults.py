@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from parquet_agent.explore.runs import RunStore
 from parquet_agent.models.fakes import openai_server
-from parquet_agent.store import RunStore
 from tests.conftest import fill_disk
 from tests.engine.grid import GridScript, harness_answers, write_config
 from tests.harness_corpus import make_harness_corpus

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from parquet_agent.explore.runs import RunStore
 from parquet_agent.models.fakes import openai_server
-from parquet_agent.store import RunStore
 from tests.engine.grid import GridScript, harness_answers, write_config
 from tests.harness_corpus import make_harness_corpus
 from tests.window import check_complete_once, replayed_attempts, stop_in_the_window

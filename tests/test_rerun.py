@@ -10,8 +10,8 @@ import pytest
 
 from parquet_agent.errors import ResumeRefusedError, UsageError
 from parquet_agent.experiment.runner import Experiment
+from parquet_agent.explore.runs import RunStore
 from parquet_agent.models.fakes import http_error, openai_server
-from parquet_agent.store import RunStore
 from tests.test_experiment import _answer_script
 from tests.test_run_failures import _cli, _config, corpus  # noqa: F401 - the fixture
 

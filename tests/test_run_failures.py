@@ -21,11 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from parquet_agent.experiment.runner import Experiment
 from parquet_agent.cli.experiment import demo_config
 from parquet_agent.experiment.config import ExperimentConfig
+from parquet_agent.experiment.run import create_run
+from parquet_agent.experiment.runner import Experiment
+from parquet_agent.explore.runs import RunStore
 from parquet_agent.models.fakes import DROP, http_error, openai_server, slow
-from parquet_agent.store import RunStarted, RunStore, freeze
+from parquet_agent.store import RunStarted, freeze
 from tests.harness_corpus import make_harness_corpus
 from tests.test_experiment import _answer_script, _write_config
 
@@ -177,7 +179,7 @@ def test_runs_command_and_list_show_status_counts_and_cost(corpus, tmp_path):
          str(runs / "dead"), "--quiet")
     # a run whose session is open in a live process reads as running
     store = RunStore(runs)
-    live = store.create(demo_config(corpus, runs), freeze(
+    live = create_run(store, demo_config(corpus, runs), freeze(
         question_ids=["Q001"], corpus_snapshot=None, prompt_hashes={}, sandbox_mode="none"),
         run_id="live")
     live.run_journal().append(RunStarted(session=0, pid=os.getpid()))

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from parquet_agent.analysis.fold import fold_run
 from parquet_agent.analysis.judge_stats import flip_rate, pair_agreement
-from parquet_agent.judge.rejudge import RUN_JUDGE
+from parquet_agent.analysis.judgments import RUN_JUDGE
 
 if TYPE_CHECKING:
     from parquet_agent.store.run import Run
@@ -32,7 +33,7 @@ PAIR_COLUMNS = ("a", "b", "n", "verdict_agreement", "accuracy_low", "accuracy_hi
 
 def judgments_frame(run: Run) -> pd.DataFrame:
     rows = []
-    for view in run.fold(judge=RUN_JUDGE).cases:
+    for view in fold_run(run, judge=RUN_JUDGE).cases:
         for j in view.judgments:
             checks = j.checks or {}
             count = checks.get("citation_count") or 0

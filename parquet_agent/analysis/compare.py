@@ -38,9 +38,10 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from parquet_agent.analysis.frames import cases_frame
+from parquet_agent.analysis.stats import bootstrap_ci
 from parquet_agent.errors import UsageError
 from parquet_agent.escape import html_text
-from parquet_agent.analysis.stats import bootstrap_ci
 
 if TYPE_CHECKING:
     from parquet_agent.store.run import Run
@@ -147,7 +148,7 @@ def manifest_warnings(new: dict[str, Any], old: dict[str, Any]) -> list[str]:
 
 
 def _frame(run) -> pd.DataFrame:
-    c = run.cases_df()  # the fold's statuses and costs (an unknown cost is NaN)
+    c = cases_frame(run)  # the fold's statuses and costs (an unknown cost is NaN)
     c = c.assign(cost=c["cost_usd"])
     return c[["case_id", "question_id", "model", "strategy", "status", "correctness",
               "citation_support", "cost", "wall_ms"]]

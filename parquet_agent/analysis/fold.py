@@ -26,10 +26,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable
 
-from parquet_agent.errors import RunError
-from parquet_agent.judge.judgment import VERDICTS
-from parquet_agent.models.protocol import UNVERIFIED
 from parquet_agent.analysis.stats import bootstrap_ci, percentile
+from parquet_agent.errors import RunError
+from parquet_agent.models.protocol import UNVERIFIED
 from parquet_agent.transcript import (
     CASE_STATUSES,
     TOOL_COUNT_FIELDS,
@@ -49,6 +48,7 @@ from parquet_agent.transcript import (
     ToolCallEvent,
     tally,
 )
+from parquet_agent.transcript.events import VERDICTS, case_id
 
 if TYPE_CHECKING:
     from parquet_agent.store.run import Run
@@ -454,11 +454,33 @@ def configured_models(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {m.get("name"): m for m in (manifest.get("config") or {}).get("models", [])}
 
 
+def planned_case_ids(run: Run) -> list[str]:
+    """Every case of an experiment's frozen grid: question ids x models x strategies."""
+    m = run.manifest
+    return [case_id(q, model["name"], s) for q in m["question_ids"]
+            for model in m["config"]["models"] for s in m["config"]["strategies"]]
+
+
+def all_case_ids(run: Run) -> list[str]:
+    """Every case: the frozen grid first (in grid order), then any other journal (a run
+    aborted before its manifest has only the latter)."""
+    try:
+        planned = planned_case_ids(run)
+    except (KeyError, TypeError, RunError):
+        planned = []
+    seen = set(planned)
+    return planned + [c for c in run.case_ids() if c not in seen]
+
+
 def fold_run(run: Run, *, resolve: bool = False, judge: str | None = None) -> RunFold:
     """Fold every journal of `run`. `resolve` reads offloaded tool texts back (the case records
     need them; figures do not). `judge`: whose judgments count (a judging id, `"run"` for the
     config's judge; default: the primary one, see `judge.rejudge`)."""
-    from parquet_agent.judge.rejudge import RUN_JUDGE, appended_judgments, primary_judging
+    from parquet_agent.analysis.judgments import (
+        RUN_JUDGE,
+        appended_judgments,
+        primary_judging,
+    )
 
     try:
         models = configured_models(run.manifest)
@@ -469,5 +491,5 @@ def fold_run(run: Run, *, resolve: bool = False, judge: str | None = None) -> Ru
         None if judge == RUN_JUDGE else judge)
     cases = tuple(fold_case(cid, run.case_events(cid, resolve=resolve), models,
                             appended.get(cid, ()), selected)
-                  for cid in run.all_case_ids())
+                  for cid in all_case_ids(run))
     return make_fold(run.run_id, cases, run.case_events(RUN_JOURNAL, resolve=False))

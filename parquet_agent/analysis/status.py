@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 import psutil
 
+from parquet_agent.analysis.fold import fold_run, planned_case_ids
 from parquet_agent.errors import RunError
-
 from parquet_agent.transcript import RunFinished, RunStarted
 
 if TYPE_CHECKING:
@@ -59,10 +59,10 @@ def run_status(run: Run, fold: RunFold | None = None) -> RunStatus:
     """The state of `run` from its journals (its fold when given; RunError when a journal is
     damaged)."""
     try:
-        planned = len(run.planned_case_ids())
+        planned = len(planned_case_ids(run))
     except RunError:
         planned = None
-    cases = (fold or run.fold()).cases
+    cases = (fold or fold_run(run)).cases
     finished = [c.status for c in cases if c.finished]
     complete, incomplete, failed = (finished.count(k) for k in ("complete", "incomplete", "failed"))
     unfinished = None if planned is None else planned - complete - incomplete - failed

@@ -22,10 +22,9 @@ import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from parquet_agent.escape import csv_frame
-from parquet_agent.files import atomic_write_bytes, utc_now
+from parquet_agent.analysis.fold import fold_run
 from parquet_agent.analysis.frames import (
     KEYS,
     attempts_frame,
@@ -34,6 +33,8 @@ from parquet_agent.analysis.frames import (
     summary_frame,
     tool_calls_frame,
 )
+from parquet_agent.escape import csv_frame
+from parquet_agent.files import atomic_write_bytes, utc_now
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -53,7 +54,7 @@ class TablesResult:
 
 def run_tables(run: Run) -> dict[str, pd.DataFrame]:
     """The run's five frames, folded once."""
-    fold = run.fold()
+    fold = fold_run(run)
     return {"cases": cases_frame(run, fold), "attempts": attempts_frame(run, fold),
             "tool_calls": tool_calls_frame(run, fold), "ledger": ledger_frame(run, fold),
             "summary": summary_frame(run, fold=fold)}

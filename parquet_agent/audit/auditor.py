@@ -17,7 +17,6 @@ the same state and replays a journaled reply instead of calling the model again.
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -47,7 +46,8 @@ from parquet_agent.audit.tools import AuditTools
 from parquet_agent.errors import ModelCallError, RunError, UsageError
 from parquet_agent.models.protocol import Model, ModelResult
 from parquet_agent.store.blobs import RawStore
-from parquet_agent.files import WriterLock, atomic_write_bytes
+from parquet_agent.files import WriterLock, atomic_write_bytes, utc_now
+from parquet_agent.store.manifest import build_manifest
 from parquet_agent.store.journal import Journal, read_journal
 from parquet_agent.tools.facade import MAX_ARGUMENT_DEPTH, nesting_exceeds
 
@@ -169,13 +169,11 @@ class _Session:
 
     def _start(self) -> None:
         previous = self.store.previous_run(self.dataset.lineage, exclude=self.run_dir.name)
-        manifest = {
-            "schema_version": SCHEMA_VERSION, "kind": "audit", "run_id": self.run_dir.name,
-            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        manifest = build_manifest(self.run_dir.name, utc_now(), "audit", {
             "lineage": self.dataset.lineage, "dataset_root": str(self.dataset.root),
             "snapshot": self.dataset.snapshot.to_json(), "config": self.config.to_json(),
             "model": _model_info(self.model), "previous_run": previous and previous["run_id"],
-        }
+        })
         atomic_write_bytes(self.run_dir / "manifest.json", _dumps(manifest))
         self.record(AuditStarted(self.run_dir.name, self.dataset.lineage,
                                  {"snapshot_id": self.dataset.snapshot.snapshot_id,

@@ -20,7 +20,7 @@ from typing import Any
 
 from parquet_agent.audit.prompt import state_of
 from parquet_agent.audit.taxonomy import CATEGORIES
-from parquet_agent.models.protocol import ModelRequest, ModelResult, RawSink, ToolCall
+from parquet_agent.models.protocol import ModelRequest, ModelResult, RawSink
 from parquet_agent.models.scripted import offline_complete, to_reply
 
 RARE_SHARE = 0.01  # blind: a categorical value seen in fewer rows than this is suspect

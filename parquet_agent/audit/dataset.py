@@ -44,7 +44,7 @@ from typing import Any
 import duckdb
 
 from parquet_agent.audit.layout import file_view_name, group_files, table_names, unique
-from parquet_agent.audit.sources import Source, default_lineage, find_sources
+from parquet_agent.audit.sources import Source, find_sources
 from parquet_agent.corpus.schema import COLUMN_MEANINGS, COLUMNS
 from parquet_agent.corpus.snapshot import CorpusSnapshot
 

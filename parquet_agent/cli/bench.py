@@ -37,9 +37,9 @@ def run_compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from parquet_agent.bench.paper import comparison_chart, comparison_summary, compare_with_paper
-    from parquet_agent.store.run import Run
+    from parquet_agent.experiment.run import open_experiment
 
-    df = compare_with_paper(Run(Path(args.run_dir)), Path(args.source),
+    df = compare_with_paper(open_experiment(Path(args.run_dir)), Path(args.source),
                             paper_configs=args.paper_config or None)
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         print(comparison_summary(df).to_string(index=False, float_format=lambda x: f"{x:.3f}"))

@@ -20,7 +20,6 @@ from pathlib import Path
 
 
 def _build(args: argparse.Namespace) -> int:
-    from parquet_agent.corpus.index import build_index
     from parquet_agent.corpus.manifest import read_corpus_manifest
     from parquet_agent.corpus.synthetic import build_corpus
 

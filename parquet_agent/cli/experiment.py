@@ -213,11 +213,12 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _latest_unfinished(runs: Path, name: str) -> Path:
     from parquet_agent.errors import UsageError
-    from parquet_agent.store import RunStore
+    from parquet_agent.explore.runs import RunStore
 
     store = RunStore(runs)
     listing = store.list()
-    mine = listing[(listing["name"] == name) & (listing["status"] != "complete")]
+    mine = listing[(listing["kind"] == "experiment") & (listing["name"] == name)
+                   & (listing["status"] != "complete")]
     if mine.empty:
         raise UsageError(f"no unfinished {name} run in {runs} to resume; start one without "
                          "--resume")
@@ -225,7 +226,7 @@ def _latest_unfinished(runs: Path, name: str) -> Path:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from parquet_agent.store import RunStore
+    from parquet_agent.explore.runs import RunStore
     from parquet_agent.store.readable import cost_text
 
     listing = RunStore(args.runs_dir).list()
@@ -233,8 +234,8 @@ def _runs(args: argparse.Namespace) -> int:
         print(f"no runs in {args.runs_dir}")
         return 0
     table = pd.DataFrame({
-        "run": listing["run_id"], "status": listing["status"],
-        "complete": listing["complete"], "incomplete": listing["incomplete"],
+        "run": listing["run_id"], "kind": listing["kind"], "status": listing["status"],
+        "findings": listing["findings"], "complete": listing["complete"], "incomplete": listing["incomplete"],
         "failed": listing["failed"], "unfinished": listing["unfinished"],
         "planned": listing["planned_cases"],
         "cost": [cost_text(c, int(u) if u == u else 0)

@@ -92,13 +92,13 @@ def run_keys(run_dir: Path) -> tuple[str, ...]:
 
 
 def _judge(args: argparse.Namespace) -> int:
-    from parquet_agent.store.runstore import RunStore
+    from parquet_agent.experiment.run import open_experiment
 
     if args.judge is None:
         return _judge_awaiting(args)
     run_dir = args.run_dir.resolve()
     judge = build_judge(args.judge, secrets=run_keys(run_dir))
-    with RunStore(run_dir.parent).open(run_dir, writable=True) as run:
+    with open_experiment(run_dir, writable=True) as run:
         if not args.batch and not _negotiated(judge, run):
             return 1
         result = run.rejudge(judge, cases=args.cases, repeat=args.repeat, batch=args.batch,
@@ -138,13 +138,13 @@ def _judge_awaiting(args: argparse.Namespace) -> int:
     from parquet_agent.experiment.config import ExperimentConfig
     from parquet_agent.models.batch import Polling
     from parquet_agent.judge.pending import awaiting_cases, judge_pending
-    from parquet_agent.store.runstore import RunStore
+    from parquet_agent.experiment.run import open_experiment
 
     if args.cases or args.repeat != 1 or args.primary:
         raise UsageError("--cases, --repeat and --primary go with --judge (another judge); "
                          "without --judge the run's own judge judges every case awaiting it")
     run_dir = args.run_dir.resolve()
-    with RunStore(run_dir.parent).open(run_dir, writable=True) as run:
+    with open_experiment(run_dir, writable=True) as run:
         config = ExperimentConfig.from_dict(run.manifest["config"], source="manifest.json")
         if not awaiting_cases(run):
             print(f"{run_dir}: no case awaits judgment")

@@ -1,9 +1,12 @@
-"""`parquet-agent export RUN_DIR`, `parquet-agent raw RUN_DIR PATH`, `parquet-agent case-audit ...`.
+"""`parquet-agent export RUN_DIR`, `verify RUN_DIR`, `raw RUN_DIR PATH`, `case-audit ...`.
 
 - `export RUN_DIR`: (re)build every export of a saved run, offline (see `report.exporter`);
   prints what was written and how long it took. `--audit DIR|auto` adds the findings of a
   data-quality audit of the run's corpus (`report.corpus_audit`). `--tables` also writes the
-  run's DataFrames as Parquet and CSV into RUN_DIR/tables/ (see `analysis.tables`).
+  run's DataFrames as Parquet and CSV into RUN_DIR/tables/ (see `analysis.tables`). An
+  audit's folder gets its report.html, findings.json and findings.csv rebuilt from its journal.
+- `verify RUN_DIR`: a run folder of any kind checked offline (`Run.verify`): exit 0 when
+  intact, else each damaged or edited record named and exit 1.
 - `raw RUN_DIR PATH`: write the exact stored bytes of one raw file (a run-relative path such as
   `raw/Q001__m__sql/turn-01.attempt-01.request.json`, as the exports list them) to stdout.
   Raw files live in packs, so this is how to get one back byte for byte; `--out FILE` writes
@@ -19,6 +22,7 @@ import sys
 from pathlib import Path
 
 from parquet_agent.errors import ExportError, UsageError
+from parquet_agent.escape import terminal
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,6 +49,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "for the config's judge (default: the primary one)")
     export.set_defaults(handler=_export)
 
+    verify = subparsers.add_parser(
+        "verify", help="check a run folder (experiment or audit) for damage and edits, offline",
+        description="Check the manifest's hash, every raw body and every journal line of a run "
+        "folder of any kind. Exit 0 when intact; otherwise each damaged or edited record is "
+        "named and the exit status is 1.")
+    verify.add_argument("run_dir", type=Path, help="the run folder")
+    verify.set_defaults(handler=_verify)
+
     raw = subparsers.add_parser("raw", help="print the exact bytes of one raw file of a run")
     raw.add_argument("run_dir", type=Path, help="the run folder")
     raw.add_argument("path", help="run-relative raw path, e.g. raw/<case-id>/turn-01.attempt-01"
@@ -63,6 +75,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _export(args: argparse.Namespace) -> int:
     from parquet_agent.explore.sections import report_extras
     from parquet_agent.report.exporter import export_run
+    from parquet_agent.store import kind_of
+
+    if kind_of(args.run_dir) == "audit":
+        return _export_audit(args.run_dir)
 
     audits = args.audit[0] if args.audit == ["auto"] else args.audit
     extras = report_extras(args.run_dir, charts=args.charts, compare_with=args.compare,
@@ -72,8 +88,8 @@ def _export(args: argparse.Namespace) -> int:
     print(f"report:     {result.report}")
     print(f"provenance: {result.run_dir / 'case-export-provenance.json'}")
     if args.tables:
-        from parquet_agent.store import Run
         from parquet_agent.analysis.tables import write_tables
+        from parquet_agent.store import Run
 
         tables = write_tables(Run(result.run_dir))
         counts = ", ".join(f"{name} {n}" for name, n in tables.rows.items())
@@ -86,6 +102,41 @@ def _export(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1 if args.on_damage == "fail" else 0
     return 0
+
+
+def _export_audit(run_dir: Path) -> int:
+    from parquet_agent.audit.run import open_audit
+
+    report = open_audit(run_dir).export()
+    print(f"exported audit {report.run_id}: {len(report.findings)} findings, status "
+          f"{report.status}")
+    for name in ("report.html", "findings.json", "findings.csv"):
+        print(f"{name + ':':14} {run_dir / name}")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from parquet_agent.explore.runs import RunStore
+
+    run_dir = args.run_dir.resolve()
+    if not (run_dir / "manifest.json").is_file():
+        raise UsageError(f"{args.run_dir}: not a run folder (no manifest.json); pass the folder "
+                         "that `parquet-agent run` or `parquet-agent audit run` printed")
+    run = RunStore(run_dir.parent).open(run_dir)
+    report = run.verify()
+    for line in report.torn_lines:
+        print(f"note: {terminal(line)}")
+    for line in report.notes:
+        print(f"note: {terminal(line)}")
+    if report.ok:
+        print(f"{run.kind} run {run.run_id} verified: manifest, {report.bodies_checked} raw "
+              "bodies and every journal line intact")
+        return 0
+    print(f"{run.kind} run {run.run_id}: {len(report.problems)} damaged or edited record(s):",
+          file=sys.stderr)
+    for problem in report.problems:
+        print(f"  - {terminal(problem)}", file=sys.stderr)
+    return 1
 
 
 def _raw(args: argparse.Namespace) -> int:

@@ -178,7 +178,7 @@ class RayEngine:
 
     def run_cases(self, run: Any, plan: Any, parts: Any, todo: list[tuple[str, str, str]], *,
                   before_case: Any, after_case: Any, progress: Any) -> None:
-        from parquet_agent.experiment.config import case_id
+        from parquet_agent.transcript.events import case_id
 
         ray = self.ray
         store = DriverStore(run, self.mailbox).start()

@@ -74,6 +74,7 @@ from parquet_agent.errors import ConfigError
 from parquet_agent.files import canonical_json, tagged_hash
 from parquet_agent.agent.limits import AgentLimits
 from parquet_agent.models.spec import ModelSpec, model_spec_from_table, model_to_dict, validate_model
+from parquet_agent.transcript.events import case_id
 
 SCHEMA_VERSION = 1
 # What an experiment's action gate can chain (`tools.action_gate.ActionGate` runs the rules;
@@ -451,11 +452,6 @@ def _checked_models(s: str, models: Any, base: Path) -> tuple[ModelSpec, ...]:
         seen.add(model.name)
         checked.append(model)
     return tuple(checked)
-
-
-def case_id(question_id: str, model_name: str, strategy: str) -> str:
-    """`<question_id>__<model-slug>__<strategy>` (contract)."""
-    return f"{question_id}__{model_name}__{strategy}"
 
 
 def load_config(path: str | Path) -> ExperimentConfig:

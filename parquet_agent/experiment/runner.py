@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -69,13 +69,12 @@ from parquet_agent.store import (
     CaseStarted,
     Judgment,
     ModelAttempt,
-    Run,
     RunFinished,
     RunStarted,
-    RunStore,
     freeze,
 )
 from parquet_agent.judge.rejudge import verdict_events
+from parquet_agent.experiment.run import ExperimentRun, create_run, open_experiment
 from parquet_agent.tools import Tools
 from parquet_agent.tools.action_gate import ActionGate
 from parquet_agent.transcript import JudgmentPending
@@ -114,7 +113,7 @@ class Experiment:
 
     def run(self, run_dir: str | Path | None = None, *, resume: bool = False,
             cache_policy: str | None = None, keep_going: bool = False,
-            retry_failed: bool = False) -> Run:
+            retry_failed: bool = False) -> ExperimentRun:
         """Run (or resume) the grid; return the finished run, read-only.
 
         `retry_failed` (with `resume`) runs again the cases that finished `failed` (a 401, a
@@ -180,30 +179,29 @@ class Experiment:
             reader.close()
 
     def _open_run(self, config: ExperimentConfig, frozen: dict, run_dir: str | Path | None,
-                  resume: bool) -> tuple[Run, list[str]]:
+                  resume: bool) -> tuple[ExperimentRun, list[str]]:
         """The run folder, and the harmless config changes a resume allows (to record)."""
         if run_dir is None:
             if resume:
                 from parquet_agent.errors import UsageError
 
                 raise UsageError("--resume needs --run-dir: the run folder to finish")
-            return RunStore(config.runs_dir).create(config, frozen), []
+            return create_run(config.runs_dir, config, frozen), []
         run_dir = Path(run_dir)
-        store = RunStore(run_dir.parent)
         if resume:
-            run = store.open(run_dir, writable=True)
+            run = open_experiment(run_dir, writable=True)
             try:
-                return run, run.check_resume(frozen, config)
+                return run, run.check_resume(frozen, config.to_dict())
             except BaseException:
                 run.close()
                 raise
-        return store.create(config, frozen, run_id=run_dir.name), []
+        return create_run(run_dir.parent, config, frozen, run_id=run_dir.name), []
 
-    def _execute(self, run: Run, config: ExperimentConfig, questions: QuestionSet,
+    def _execute(self, run: ExperimentRun, config: ExperimentConfig, questions: QuestionSet,
                  question_ids: tuple[str, ...], snapshot: CorpusSnapshot,
                  models: dict[str, Model], judge_model: Model, tools: dict[str, Tools],
                  reader: Tools, scopes: dict[str, list[str]] | None, engine: CaseEngine,
-                 how: _Session) -> Run:
+                 how: _Session) -> ExperimentRun:
         started = time.perf_counter()
         session = sum(isinstance(e.payload, RunStarted) for e in run.run_events())
         run_journal = run.run_journal()
@@ -255,9 +253,9 @@ class Experiment:
             if status != "finished" and not fault:  # what happened so far, unfinished cases
                 _export_quietly(run.dir)             # marked (a full disk could not take it)
         _export_if_available(run.dir)
-        return RunStore(run.dir.parent).open(run.dir)
+        return open_experiment(run.dir)
 
-    def _health_checks(self, run: Run, session: int, config: ExperimentConfig,
+    def _health_checks(self, run: ExperimentRun, session: int, config: ExperimentConfig,
                        models: dict[str, Model], judge: Judge, keep_going: bool) -> str | None:
         """The checks before the first case (`run_watch.health_checks`); returns how the judge
         is asked for its judgment."""
@@ -330,7 +328,7 @@ def config_judge(config: ExperimentConfig, model: Model, output_mode: str | None
                  context_tokens=config.judge.context_tokens, output_mode=output_mode)
 
 
-def _judge_by_batch(run: Run, config: ExperimentConfig, judge: Judge) -> None:
+def _judge_by_batch(run: ExperimentRun, config: ExperimentConfig, judge: Judge) -> None:
     """`[judge] batch`: every answer awaiting the judge through the provider's batch API,
     waiting at most `batch_wait_s`; what is still pending after that is said on stderr (the
     cases stay awaiting, and a resume picks the same batch up)."""

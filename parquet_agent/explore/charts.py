@@ -42,7 +42,7 @@ from plotly.subplots import make_subplots
 
 from parquet_agent.explore.judging_charts import judge_agreement, verdicts
 from parquet_agent.analysis.compare import ALL_CELLS, CHANGES, RunComparison
-from parquet_agent.store.run import open_run
+from parquet_agent.experiment.run import open_experiment
 
 TEMPLATE = "plotly_white"
 COLORS = {"correctness": "#1f77b4", "citation_support": "#ff7f0e", "answer": "#1f77b4",
@@ -59,7 +59,7 @@ class RunTables:
     to reuse it: `t = charts.RunTables(run); charts.scores(t); charts.latency(t)`."""
 
     def __init__(self, run: Any):
-        self.run = open_run(run)
+        self.run = open_experiment(run)
         self.run_id = self.run.run_id
         self._tables: dict[str, pd.DataFrame] = {}
 

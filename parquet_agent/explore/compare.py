@@ -26,7 +26,7 @@ from parquet_agent.analysis.compare import (
     manifest_warnings,
     mcnemar,
 )
-from parquet_agent.store.run import open_run
+from parquet_agent.experiment.run import open_experiment
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class ChartedComparison(RunComparison):
 def compare_runs(new: Any, old: Any, *, threshold: float = 50.0,
                  seed: int = 0) -> ChartedComparison:
     """Pair `new` and `old` (Runs or run folders) by case id; see `analysis.compare`."""
-    return ChartedComparison.of(compare.compare_runs(open_run(new), open_run(old),
+    return ChartedComparison.of(compare.compare_runs(open_experiment(new), open_experiment(old),
                                                      threshold=threshold, seed=seed))
 
 
@@ -68,7 +68,7 @@ def compare_cells(run: Any, new: tuple[str, str], old: tuple[str, str], *,
                   threshold: float = 50.0, seed: int = 0) -> ChartedComparison:
     """Two model x strategy cells of one run (a Run or a run folder), paired by question;
     see `analysis.compare.compare_cells`."""
-    return ChartedComparison.of(compare.compare_cells(open_run(run), new, old,
+    return ChartedComparison.of(compare.compare_cells(open_experiment(run), new, old,
                                                       threshold=threshold, seed=seed))
 
 

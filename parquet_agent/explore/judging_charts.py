@@ -16,7 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from parquet_agent.store.run import open_run
+from parquet_agent.experiment.run import open_experiment
 
 TEMPLATE = "plotly_white"
 VERDICT_COLORS = {"correct": "#2ca02c", "incorrect": "#d62728", "abstained": "#7f7f7f"}
@@ -29,7 +29,7 @@ def _err(df: pd.DataFrame, value: str) -> dict[str, Any]:
 
 
 def judge_agreement(source: Any) -> go.Figure:
-    tables = source if isinstance(source, dict) else open_run(source).judge_agreement()
+    tables = source if isinstance(source, dict) else open_experiment(source).judge_agreement()
     pairs, repeats = tables.get("pairs", pd.DataFrame()), tables.get("repeats", pd.DataFrame())
     fig = make_subplots(rows=1, cols=2, subplot_titles=(
         "Cohen's kappa on the verdict (95% CI)", "repeat flip rate (95% CI)"))
@@ -51,7 +51,7 @@ def judge_agreement(source: Any) -> go.Figure:
 
 
 def verdicts(source: Any) -> go.Figure:
-    summary = open_run(source).summary()
+    summary = open_experiment(source).summary()
     labels = (summary["model"].astype(str) + " · " + summary["strategy"].astype(str)).tolist()
     fig = go.Figure()
     for verdict, color in VERDICT_COLORS.items():

@@ -144,21 +144,23 @@ def ensure_corpus(config: ExperimentConfig) -> Path:
                      f"--rows 2000 --out {folder}` or point the notebook's `corpus` at one")
 
 
-def latest_runs(runs_dir: str | Path, n: int = 1) -> list[Path]:
-    """The `n` newest run folders of `runs_dir` (by the manifest's `created_at`), newest first."""
+def latest_runs(runs_dir: str | Path, n: int = 1, *, kind: str = "experiment") -> list[Path]:
+    """The `n` newest run folders of `kind` in `runs_dir` (by the manifest's `created_at`),
+    newest first: an audit folder beside the experiments is never "the newest experiment"."""
     folder = find_path(runs_dir, what="runs folder")
     found = []
     for child in folder.iterdir():
         manifest = child / "manifest.json"
         if child.is_dir() and manifest.is_file():
             try:
-                created = json.loads(manifest.read_text(encoding="utf-8")).get("created_at") or ""
+                data = json.loads(manifest.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue
-            found.append((created, child.name, child))
+            if isinstance(data, dict) and data.get("kind", "experiment") == kind:
+                found.append((data.get("created_at") or "", child.name, child))
     found.sort(reverse=True)
     if len(found) < n:
-        raise UsageError(f"{folder} holds {len(found)} finished run folder(s), {n} needed; run "
+        raise UsageError(f"{folder} holds {len(found)} {kind} run folder(s), {n} needed; run "
                          "notebooks/run_experiment.ipynb first or pass the run folders")
     return [p for _, _, p in found[:n]]
 

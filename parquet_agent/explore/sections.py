@@ -22,8 +22,8 @@ from parquet_agent.explore import charts as charts_mod
 from parquet_agent.report.corpus_audit import audits_section, corpus_audits
 from parquet_agent.report.html_report import ReportExtras
 from parquet_agent.analysis.compare import compare_runs
-from parquet_agent.judge.rejudge import judgings
-from parquet_agent.store.run import open_run
+from parquet_agent.analysis.judgments import judgings
+from parquet_agent.experiment.run import open_experiment
 
 
 def report_extras(run_dir: str | Path, *, charts: bool = False,
@@ -41,7 +41,7 @@ def report_extras(run_dir: str | Path, *, charts: bool = False,
         sections.append(audits_section(corpus_audits(run_dir, audits), run_dir))
     try:
         if compare_with is not None:
-            sections.append(compare_runs(open_run(run_dir), open_run(Path(compare_with))).to_html())
+            sections.append(compare_runs(open_experiment(run_dir), open_experiment(Path(compare_with))).to_html())
         if charts:
             figures = charts_mod.main_charts(run_dir)
             if judgings(run_dir):

@@ -1,6 +1,6 @@
 """Where the explorer, the charts and the comparison get a run from: one read-only seam.
 
-    run = open_run(run_or_path)           # store.run.open_run: a Run, a run folder or a str path
+    run = open_experiment(run_or_path)    # experiment.run: a Run, a run folder or a str path
     cases = CaseSource.open(run)          # the case index and the case records
     cases.index                           # DataFrame, one row per case (report INDEX_COLUMNS)
     cases.record(case_id)                 # the case record dict (report.case_record schema)
@@ -25,7 +25,7 @@ from parquet_agent.errors import ExportError, RunError, UsageError
 from parquet_agent.files import sha256_file
 from parquet_agent.report.exporter import source_files
 
-from parquet_agent.store.run import open_run
+from parquet_agent.experiment.run import open_experiment
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -69,7 +69,7 @@ class CaseSource:
 
     @classmethod
     def open(cls, run: Any) -> CaseSource:
-        run = open_run(run)
+        run = open_experiment(run)
         run_dir = run.dir
         if exports_current(run_dir):
             try:

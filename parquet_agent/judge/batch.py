@@ -20,7 +20,13 @@ from typing import Any, Mapping
 from parquet_agent.judge.checks import deterministic_checks
 from parquet_agent.judge.core import Judge, Verdict, repair_turn
 from parquet_agent.judge.judgment import JudgeInput, parse_reply
-from parquet_agent.models.batch import BatchLedger, Polling, batch_api, batch_groups, run_batch
+from parquet_agent.models.batch import (
+    BatchLedger,
+    Polling,
+    batch_api,
+    batch_groups,
+    run_batch,
+)
 from parquet_agent.models.protocol import Attempt, ModelRequest, RawSink
 
 

@@ -27,10 +27,15 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from parquet_agent.models.protocol import ModelRequest, Reply, ResponseSchema, UserMessage
+from parquet_agent.models.protocol import (
+    ModelRequest,
+    Reply,
+    ResponseSchema,
+    UserMessage,
+)
+from parquet_agent.transcript.events import VERDICTS
 
 JUDGE_PROMPT_VERSION = "judge-v2"
-VERDICTS = ("correct", "incorrect", "abstained")
 
 JUDGE_SYSTEM = """\
 You are an impartial grader of answers to questions about SEC filings. You get the question, a

@@ -27,11 +27,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from parquet_agent.analysis.fold import fold_run
 from parquet_agent.errors import ModelCallError
 from parquet_agent.judge.batch import judge_in_batches
+from parquet_agent.judge.rejudge import (
+    JUDGMENTS_DIR,
+    RUN_JUDGE,
+    Progress,
+    case_input,
+    verdict_events,
+)
 from parquet_agent.models.batch import FileLedger, Polling
-from parquet_agent.judge.rejudge import (JUDGMENTS_DIR, RUN_JUDGE, Progress, case_input,
-                                         verdict_events)
 from parquet_agent.transcript import JudgeAttempt
 
 if TYPE_CHECKING:
@@ -60,7 +66,7 @@ class PendingResult:
 
 def awaiting_cases(run: Run) -> list[str]:
     """The case ids whose answer awaits the run's own judge."""
-    return [c.case_id for c in run.fold().cases if c.awaiting_judgment]
+    return [c.case_id for c in fold_run(run).cases if c.awaiting_judgment]
 
 
 def judge_pending(run: Run, judge: Judge, *, batch: bool = True, polling: Polling = Polling(),

@@ -1,7 +1,7 @@
 """Re-judging a saved run: judgments appended with their provenance, never overwriting.
 
     result = rejudge(run, Judge(model), cases=None, repeat=1, batch=False)
-    appended_judgments(run.dir)     # case id -> every appended Judgment (all judgings)
+    analysis.judgments.appended_judgments(run.dir)   # case id -> every appended Judgment
     set_primary(run, result.judging)
 
 A judging is one judge (model, settings, prompt version and hash) over cases of a run. Its
@@ -38,26 +38,35 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from parquet_agent.analysis.judgments import (
+    JUDGMENTS_DIR,
+    PRIMARY_FILE,
+    RUN_JUDGE,
+    judgings,
+    judgments_in,
+)
 from parquet_agent.errors import RunError
 from parquet_agent.files import atomic_write_bytes, utc_now
 from parquet_agent.judge import Judge, JudgeInput, citations
 from parquet_agent.judge.batch import judge_in_batches
 from parquet_agent.models.batch import FileLedger, Polling
-from parquet_agent.store.journal import Journal, read_journal
-from parquet_agent.transcript import (CaseFinished, CaseStarted, JudgeAttempt, Judgment,
-                                      JudgmentPending, ToolCallEvent)
+from parquet_agent.store.journal import Journal
+from parquet_agent.transcript import (
+    CaseFinished,
+    CaseStarted,
+    JudgeAttempt,
+    Judgment,
+    JudgmentPending,
+    ToolCallEvent,
+)
 from parquet_agent.transcript.rawview import judge_input, parse_record, wire_body
 
 if TYPE_CHECKING:
     from parquet_agent.judge import Verdict
     from parquet_agent.store.run import Run
 
-JUDGMENTS_DIR = "judgments"
-PRIMARY_FILE = "primary.json"
-RUN_JUDGE = "run"  # the name of the run's own judgments (the config's judge)
 SCHEMA_VERSION = 1
 
 
@@ -175,7 +184,7 @@ def _judge_cases(run, judge, jid, journal, cases, repeat, batch, primary, pollin
     unknown = [c for c in wanted if c not in known]
     if unknown:
         raise RunError(f"{run.dir}: no such case(s): {', '.join(unknown[:5])}")
-    done = {(j.case_id, j.repeat) for j in _judgments(journal.path)}
+    done = {(j.case_id, j.repeat) for j in judgments_in(journal.path)}
     todo: dict[str, tuple[str, int, JudgeInput, dict[str, Any]]] = {}
     skipped: dict[str, str] = {}
     for cid in wanted:
@@ -240,43 +249,6 @@ def verdict_events(verdict: Verdict, judge: str, *, provenance: dict[str, Any] |
                      checks=verdict.checks,
                      provenance=verdict.provenance if provenance is None else provenance,
                      verdict=verdict.verdict, **judging)]
-
-
-def _judgments(path: Path) -> list[Judgment]:
-    if not path.exists():
-        return []
-    return [e.payload for e in read_journal(path).events if isinstance(e.payload, Judgment)]
-
-
-# -- reading -----------------------------------------------------------------------------------
-
-
-def judgings(run_dir: Path) -> dict[str, dict[str, Any]]:
-    """Judging id -> its info file, for every judging of the run."""
-    folder = Path(run_dir) / JUDGMENTS_DIR
-    if not folder.is_dir():
-        return {}
-    return {p.stem: json.loads(p.read_text(encoding="utf-8"))
-            for p in sorted(folder.glob("*.json")) if p.name != PRIMARY_FILE}
-
-
-def appended_judgments(run_dir: Path) -> dict[str, list[Judgment]]:
-    """Case id -> every appended judgment, judging by judging, in journal order."""
-    out: dict[str, list[Judgment]] = {}
-    for jid in judgings(run_dir):
-        for j in _judgments(Path(run_dir) / JUDGMENTS_DIR / f"{jid}.jsonl"):
-            if j.case_id:
-                out.setdefault(j.case_id, []).append(j)
-    return out
-
-
-def primary_judging(run_dir: Path) -> str | None:
-    """The primary judging's id; None: the run's own judge (the config's)."""
-    path = Path(run_dir) / JUDGMENTS_DIR / PRIMARY_FILE
-    if not path.exists():
-        return None
-    value = json.loads(path.read_text(encoding="utf-8")).get("judging")
-    return None if value in (None, RUN_JUDGE) else value
 
 
 def set_primary(run: Run, judging: str | None) -> None:

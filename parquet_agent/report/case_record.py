@@ -28,7 +28,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from parquet_agent.analysis.fold import (
+    RUN_JOURNAL,
+    CaseView,
+    RunFold,
+    all_case_ids,
+    configured_models,
+    fold_case,
+    make_fold,
+)
+from parquet_agent.analysis.judgments import (
+    RUN_JUDGE,
+    appended_judgments,
+    primary_judging,
+)
 from parquet_agent.errors import ExportError, RunError
+from parquet_agent.store.blobs import RawStore
+from parquet_agent.store.manifest import read_manifest
+from parquet_agent.store.run import Run
+from parquet_agent.transcript import (
+    TOOL_COUNT_FIELDS,
+    CaseStarted,
+    Event,
+    ToolCallEvent,
+    plain,
+)
 from parquet_agent.transcript.rawview import (
     RawFile,
     RequestName,
@@ -38,25 +62,6 @@ from parquet_agent.transcript.rawview import (
     request_name,
     sent_tool_results,
     wire_body,
-)
-from parquet_agent.store.blobs import RawStore
-from parquet_agent.analysis.fold import (
-    RUN_JOURNAL,
-    CaseView,
-    RunFold,
-    configured_models,
-    fold_case,
-    make_fold,
-)
-from parquet_agent.judge.rejudge import RUN_JUDGE, appended_judgments, primary_judging
-from parquet_agent.store.manifest import read_manifest
-from parquet_agent.store.run import Run
-from parquet_agent.transcript import (
-    TOOL_COUNT_FIELDS,
-    CaseStarted,
-    Event,
-    ToolCallEvent,
-    plain,
 )
 
 SCHEMA_VERSION = 1
@@ -125,7 +130,7 @@ class RunSource:
 
     def case_ids(self) -> list[str]:
         """Every case: the planned grid first (in grid order), then any other journal."""
-        return self.run.all_case_ids()
+        return all_case_ids(self.run)
 
     def events(self, case_id: str) -> tuple[Event, ...]:
         """The case's events (damaged lines skipped: `Run.verify()` names them); an offloaded

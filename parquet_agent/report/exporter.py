@@ -39,13 +39,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from parquet_agent.analysis.fold import RunFold
+from parquet_agent.analysis.judgments import judgings
 from parquet_agent.errors import ExportError, RunError
 from parquet_agent.escape import csv_cell
 from parquet_agent.files import atomic_write_bytes, sha256_file, utc_now
-from parquet_agent.report.case_record import INDEX_COLUMNS, RunSource, build_case, index_row
+from parquet_agent.report.case_record import (
+    INDEX_COLUMNS,
+    RunSource,
+    build_case,
+    index_row,
+)
 from parquet_agent.report.html_report import ReportExtras, render_report
 from parquet_agent.report.judge_agreement import agreement_section
-from parquet_agent.analysis.fold import RunFold
 from parquet_agent.store.manifest import tree_hash
 
 SCHEMA_VERSION = 1
@@ -156,10 +162,14 @@ def _write(run_dir: Path, rel: str, data: bytes, *, keep_identical: bool = False
 
 def _with_agreement(source: RunSource, extras: ReportExtras | None) -> ReportExtras | None:
     """A re-judged run's report leads its optional sections with the judge agreement."""
-    if not source.run.judgings():
+    if not judgings(source.run.dir):
         return extras
     extras = extras or ReportExtras()
-    section = agreement_section(source.run.judge_agreement())
+    from parquet_agent.analysis.agreement import (
+        agreement_tables,  # pandas: re-judged runs only
+    )
+
+    section = agreement_section(agreement_tables(source.run))
     return ReportExtras((section, *extras.sections), extras.scripts)
 
 

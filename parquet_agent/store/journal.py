@@ -51,7 +51,12 @@ from parquet_agent.transcript import (
     encode_line,
     upgrade,
 )
-from parquet_agent.transcript.codec import CHAINED, SCHEMA_VERSION, check_line, stored_chain
+from parquet_agent.transcript.codec import (
+    CHAINED,
+    SCHEMA_VERSION,
+    check_line,
+    stored_chain,
+)
 
 RUN_JOURNAL = "_run"  # journal/_run.jsonl; case ids always contain "__", so no clash
 

@@ -2,10 +2,11 @@
 
     frozen = freeze(question_ids=ids, corpus_snapshot=snap.to_json(),
                     prompt_hashes={"agent": ..., "judge": ...}, sandbox_mode="...")
-    run = RunStore("runs").create(config, frozen)          # writes manifest.json once
+    run = RunStore("runs").create("experiment", experiment_fields(config, frozen))
     run.check_resume(freeze(...same inputs now...))        # ResumeRefusedError naming changes
 
-`manifest.json` = `{schema_version, run_id, created_at, config, config_hash, question_ids,
+`manifest.json` = `{schema_version, kind, run_id, created_at, ...}`; an experiment's adds
+`{config, config_hash, question_ids,
 corpus_snapshot, code_hash, prompt_hashes, package_versions, sandbox_mode, manifest_hash}`
 (plus `engine` for a run started on a non-local engine: its nodes and their sandbox modes).
 `manifest_hash` is `b2:` over the canonical JSON of every other field, so `Run.verify()` finds an
@@ -32,11 +33,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from parquet_agent.experiment.config import ExperimentConfig
 from parquet_agent.files import canonical_json, tagged_hash
 from parquet_agent.store.bitflip import flip_bit
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: `kind` (a manifest without it is an experiment's, version 1)
 # distributions whose versions are frozen: ours and those that shape requests, SQL or numbers
 TRACKED_PACKAGES = ("parquet_agent", "duckdb", "pyarrow", "pandas", "numpy", "pydantic", "openai",
                     "anthropic", "google-genai", "httpx2", "httpx", "xxhash")
@@ -86,7 +86,7 @@ def package_versions(names: Sequence[str] = TRACKED_PACKAGES) -> dict[str, str |
     return out
 
 
-def freeze(config: ExperimentConfig | None = None, *, question_ids: Sequence[str],
+def freeze(config: object = None, *, question_ids: Sequence[str],
            corpus_snapshot: Mapping[str, Any] | str | None, prompt_hashes: Mapping[str, str],
            sandbox_mode: str, code: str | None = None,
            packages: Mapping[str, str | None] | None = None,
@@ -115,15 +115,17 @@ def freeze(config: ExperimentConfig | None = None, *, question_ids: Sequence[str
     } | ({"engine": dict(engine)} if engine is not None and engine.get("kind") != "local" else {})
 
 
-def build_manifest(run_id: str, created_at: str, config: ExperimentConfig,
-                   frozen: Mapping[str, Any]) -> dict[str, Any]:
-    missing = [k for k in FROZEN_FIELDS if k not in frozen]
-    unknown = [k for k in frozen if k not in FROZEN_FIELDS + RECORDED_FIELDS]
-    if missing or unknown:
-        raise ValueError(f"frozen inputs: missing {missing}, unknown {unknown}; build them "
-                         "with store.manifest.freeze()")
-    body = {"schema_version": SCHEMA_VERSION, "run_id": run_id, "created_at": created_at,
-            "config": config.to_dict(), "config_hash": config.config_hash(), **frozen}
+def build_manifest(run_id: str, created_at: str, kind: str,
+                   fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A new run's manifest: `schema_version`, `kind`, `run_id`, `created_at`, the kind's own
+    `fields` (an experiment's config and frozen inputs, an audit's dataset and snapshot, ...)
+    and `manifest_hash` over all of them."""
+    reserved = sorted(set(fields) & {"schema_version", "kind", "run_id", "created_at",
+                                     "manifest_hash"})
+    if reserved:
+        raise ValueError(f"manifest fields {reserved} are the core's own")
+    body = {"schema_version": SCHEMA_VERSION, "kind": kind, "run_id": run_id,
+            "created_at": created_at, **fields}
     body["manifest_hash"] = manifest_hash(body)
     return body
 

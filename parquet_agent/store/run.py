@@ -17,12 +17,12 @@ A `Run` comes from `RunStore.create(...)` (writable, manifest frozen) or `RunSto
                                   journal line claims yet (store.unclaimed): what a resumed
                                   agent reuses instead of calling a model again
     run.verify()                  VerifyReport: manifest hash, raw digests, journal damage
-    run.fold()                    RunFold: every case's view and the run's figures (analysis.fold)
-    run.ledger()                  every attempt's cost by purpose (DataFrame)
-    run.cases_df() / attempts_df() / tool_calls_df() / summary()   (analysis.frames, from the fold)
-    run.compare(old)              paired comparison with an older run or run folder (see
-                                  analysis.compare; explore.compare_runs adds its figures)
+    run.kind                      "experiment", "audit", ... (the manifest's `kind`)
     open_run(run_or_path)         a Run from a Run, a run folder or a str path
+
+This is the run-folder core: it knows no experiment and no audit. What a kind of run adds (the
+experiment's fold, frames and judging: `experiment.run.ExperimentRun`; the audit's report and
+findings: `audit.run.AuditRun`) lives with that kind, as a subclass.
 
 A case is done when its journal has `case_finished`; a case with `case_failed` but no
 `case_finished` is redone on resume (its successful turns are still replayed).
@@ -30,16 +30,20 @@ A case is done when its journal has `case_finished`; a case with `case_failed` b
 
 from __future__ import annotations
 
-import json
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar
 
 from parquet_agent.errors import ResumeRefusedError, RunError, UsageError
 from parquet_agent.files import WriterLock
 from parquet_agent.store.blobs import RawStore
-from parquet_agent.store.casejournal import CaseJournal, check_case_id, resolve_offloaded
+from parquet_agent.store.casejournal import (
+    CaseJournal,
+    check_case_id,
+    resolve_offloaded,
+)
 from parquet_agent.store.journal import RUN_JOURNAL, Journal, JournalRead, read_journal
 from parquet_agent.store.manifest import compare_frozen, manifest_hash, read_manifest
 from parquet_agent.store.unclaimed import unclaimed_exchanges
@@ -47,20 +51,13 @@ from parquet_agent.transcript import (
     CaseFinished,
     CaseReplay,
     CaseSealed,
-    CaseStarted,
     Event,
+    EventFamily,
     Judgment,
     ModelAttempt,
     ModelTurn,
     ToolCallEvent,
 )
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from parquet_agent.experiment.config import ExperimentConfig
-    from parquet_agent.analysis.compare import RunComparison
-    from parquet_agent.analysis.fold import RunFold
 
 MANIFEST = "manifest.json"
 JOURNAL_DIR = "journal"
@@ -72,10 +69,12 @@ class VerifyReport:
     problems: tuple[str, ...]
     torn_lines: tuple[str, ...]  # journals / packs ending in a torn write (a crash, not tampering)
     bodies_checked: int
+    notes: tuple[str, ...] = ()  # what was not checked, and why (never a problem)
 
     def __str__(self) -> str:
         if self.ok:
-            return f"run verified: manifest and {self.bodies_checked} raw bodies intact"
+            return (f"run verified: manifest and {self.bodies_checked} raw bodies intact"
+                    + "".join(f"\n- note: {n}" for n in self.notes))
         return "run verification failed:\n" + "\n".join(f"- {p}" for p in self.problems)
 
 
@@ -121,6 +120,10 @@ def _raw_refs(events: tuple[Event, ...]) -> list[tuple[int, str]]:
 class Run:
     """A run folder. Construct through `RunStore`; see the module docstring."""
 
+    # journals of journal/ that are not a case's (journal id -> their event family; the
+    # audit's `audit`): verified with their own family, never listed as cases
+    JOURNAL_FAMILIES: ClassVar[Mapping[str, EventFamily]] = {}
+
     def __init__(self, run_dir: str | Path, *, writable: bool = False):
         self.dir = Path(run_dir).resolve()
         if not self.dir.is_dir():
@@ -150,6 +153,12 @@ class Run:
     def run_id(self) -> str:
         """The run folder's name."""
         return self.dir.name
+
+    @property
+    def kind(self) -> str:
+        """What kind of run this folder holds: "experiment", "audit", ... (its manifest's
+        `kind`; a manifest written before kinds existed is an experiment's)."""
+        return str(self.manifest.get("kind", "experiment"))
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -205,25 +214,8 @@ class Run:
 
     def case_ids(self) -> list[str]:
         """Case ids that have a journal, sorted."""
-        return [c for c in self.journal_paths() if c != RUN_JOURNAL]
-
-    def planned_case_ids(self) -> list[str]:
-        """Every case of the frozen grid: question ids x models x strategies."""
-        from parquet_agent.experiment.config import case_id
-
-        m = self.manifest
-        return [case_id(q, model["name"], s) for q in m["question_ids"]
-                for model in m["config"]["models"] for s in m["config"]["strategies"]]
-
-    def all_case_ids(self) -> list[str]:
-        """Every case: the frozen grid first (in grid order), then any other journal (a run
-        aborted before its manifest has only the latter)."""
-        try:
-            planned = self.planned_case_ids()
-        except (KeyError, TypeError, RunError):
-            planned = []
-        seen = set(planned)
-        return planned + [c for c in self.case_ids() if c not in seen]
+        return [c for c in self.journal_paths()
+                if c != RUN_JOURNAL and c not in self.JOURNAL_FAMILIES]
 
     def journal_read(self, path: Path) -> JournalRead:
         """`read_journal(path)`; a read-only Run reads each journal file once while it stays
@@ -257,7 +249,8 @@ class Run:
 
     def all_events(self) -> dict[str, tuple[Event, ...]]:
         """Events of every journal (the run journal under `_run`), offloaded texts unresolved."""
-        return {cid: self.journal_read(path).events for cid, path in self.journal_paths().items()}
+        return {cid: self.journal_read(path).events for cid, path in self.journal_paths().items()
+                if cid not in self.JOURNAL_FAMILIES}
 
     def failed_cases(self) -> set[str]:
         """Case ids whose latest `case_finished` has status `failed` (what `--retry-failed`
@@ -285,18 +278,18 @@ class Run:
 
     # -- freezing and resuming -------------------------------------------------------------------
 
-    def check_resume(self, frozen: dict[str, Any],
-                     config: ExperimentConfig | None = None) -> list[str]:
+    def check_resume(self, frozen: Mapping[str, Any],
+                     config: Mapping[str, Any] | None = None) -> list[str]:
         """Refuse (ResumeRefusedError) when the inputs now differ from the frozen ones; return
         the harmless differences (a base_url port, the display name, worker counts) in words,
         for the resume to record.
 
-        `frozen` is `store.manifest.freeze(...)` of the inputs now; `config` the config now
-        (or put its `to_dict()` under `frozen["config"]`). The message names every change.
+        `frozen` is `store.manifest.freeze(...)` of the inputs now; `config` the config now as
+        a plain dict (or put it under `frozen["config"]`). The message names every change.
         """
         now = dict(frozen)
         if config is not None:
-            now["config"] = config.to_dict()
+            now["config"] = dict(config)
         old = {k: v for k, v in self.manifest.items() if k in now}
         allowed: list[str] = []
         changes = compare_frozen(old, now, allowed)
@@ -327,7 +320,12 @@ class Run:
             problems += found_problems
             torn += found_torn
             bodies += found_bodies
-        return VerifyReport(not problems, tuple(problems), tuple(torn), bodies)
+        return VerifyReport(not problems, tuple(problems), tuple(torn), bodies,
+                            tuple(self.verify_notes()))
+
+    def verify_notes(self) -> list[str]:
+        """What `verify` could not check, in words (a kind of run with older folders says)."""
+        return []
 
     def _verify_manifest(self) -> tuple[list[str], list[str], int]:
         try:
@@ -350,7 +348,9 @@ class Run:
         torn: list[str] = []
         stored = set(RawStore(self.dir, writable=False).names())
         paths = self.journal_paths()
-        reads = {cid: self.journal_read(path) for cid, path in paths.items()}
+        reads = {cid: read_journal(path, family=self.JOURNAL_FAMILIES[cid])
+                 if cid in self.JOURNAL_FAMILIES else self.journal_read(path)
+                 for cid, path in paths.items()}
         sealed = _sealed_heads(reads.get(RUN_JOURNAL))
         for cid, result in reads.items():
             name = paths[cid].name
@@ -374,95 +374,6 @@ class Run:
                                     "journal recorded when the case was sealed: the journal was "
                                     "rewritten, cut or replaced")
         return problems, torn, 0
-
-    # -- tables: every one read from the fold ----------------------------------------------------
-
-    def fold(self, *, resolve: bool = False, judge: str | None = None) -> RunFold:
-        """Every case folded into its view, and the run's figures (see `analysis.fold`); `judge`
-        picks whose judgments count (default: the primary judging)."""
-        from parquet_agent.analysis.fold import fold_run
-
-        return fold_run(self, resolve=resolve, judge=judge)
-
-    def ledger(self) -> pd.DataFrame:
-        """One row per API attempt (answer, judge, health) with its cost, source and category."""
-        from parquet_agent.analysis.frames import ledger_frame
-
-        return ledger_frame(self)
-
-    def cases_df(self) -> pd.DataFrame:
-        """One row per case of the grid: keys, question, reference, answer, scores, rationale,
-        tool counts, tokens, cost (NaN if unknown), wall time (see `analysis.frames`)."""
-        from parquet_agent.analysis.frames import cases_frame
-
-        return cases_frame(self)
-
-    def attempts_df(self) -> pd.DataFrame:
-        """One row per API attempt (answer, judge, health) with its role, tokens, timing, cost
-        and raw paths; keyed like `cases_df()` (run_id, case_id, question_id, model, strategy)."""
-        from parquet_agent.analysis.frames import attempts_frame
-
-        return attempts_frame(self)
-
-    def tool_calls_df(self) -> pd.DataFrame:
-        """One row per tool response (turn, call id, arguments, error, cache, timings); keyed
-        like `cases_df()`."""
-        from parquet_agent.analysis.frames import tool_calls_frame
-
-        return tool_calls_frame(self)
-
-    def summary(self, *, seed: int = 0, judge: str | None = None) -> pd.DataFrame:
-        """Per model x strategy figures (see `analysis.frames.summary_frame`), with the
-        judgments of `judge` (a judging id, "run"; default: the primary one)."""
-        from parquet_agent.analysis.frames import summary_frame
-
-        return summary_frame(self, seed=seed, fold=self.fold(judge=judge) if judge else None)
-
-    # -- judging ------------------------------------------------------------------------------
-
-    def rejudge(self, judge: Any, *, cases: Any = None, repeat: int = 1, batch: bool = False,
-                primary: bool = False, polling: Any = None, progress: Any = None) -> Any:
-        """Judge saved cases again with `judge` (a `Judge`, or a model it wraps), appending
-        judgments with their provenance; nothing recorded changes (see `judge.rejudge`;
-        `progress(done, total, what)` follows it)."""
-        from parquet_agent.judge import Judge
-        from parquet_agent.models.batch import Polling
-        from parquet_agent.judge.rejudge import rejudge
-
-        judge = judge if isinstance(judge, Judge) else Judge(judge)
-        return rejudge(self, judge, cases=cases, repeat=repeat, batch=batch, primary=primary,
-                       polling=polling or Polling(), progress=progress)
-
-    def judgings(self) -> dict[str, dict[str, Any]]:
-        """Every re-judging of this run: id -> judge provenance, created_at, batch."""
-        from parquet_agent.judge.rejudge import judgings
-
-        return judgings(self.dir)
-
-    def set_primary_judge(self, judging: str | None) -> None:
-        """Make a re-judging's judgments the ones figures use ("run"/None: the config's)."""
-        from parquet_agent.judge.rejudge import set_primary
-
-        set_primary(self, judging)
-
-    def judge_agreement(self, *, seed: int = 0) -> dict[str, pd.DataFrame]:
-        """How far the judges agree, as DataFrames (see `analysis.agreement`)."""
-        from parquet_agent.analysis.agreement import agreement_tables
-
-        return agreement_tables(self, seed=seed)
-
-    def compare(self, old: Run | str | Path, *, threshold: float = 50.0,
-                seed: int = 0) -> RunComparison:
-        """Compare this run with an older one, paired by case id (see `analysis.compare`)."""
-        from parquet_agent.analysis.compare import compare_runs
-
-        return compare_runs(self, open_run(old), threshold=threshold, seed=seed)
-
-    def run_figures(self) -> dict[str, Any]:
-        """summary.json's `run` block (sessions, wall time, peak RSS, health checks, drift)."""
-        from parquet_agent.analysis.frames import run_figures
-
-        return run_figures(self)
 
     def close(self) -> None:
         """Close its journals and raw store and release the writer lock (a `with` block does)."""

@@ -1,15 +1,17 @@
-"""The runs folder: create, open and list runs, and keep a cost ledger over all of them.
+"""The runs folder: create, open and list run folders of any kind.
 
     store = RunStore("runs")
-    run = store.create(config, frozen)        # new folder, manifest frozen, writable, locked
+    run = store.create("experiment", fields, name="smoke")   # new folder, manifest frozen,
+                                                              # writable, locked
     run = store.open("2026-11-30-smoke")      # read-only; writable=True to resume
-    store.list()                              # DataFrame, one row per run folder, aborted too,
-                                              # status complete / partial / failed / running
-    store.ledger()                            # every API attempt of every run, with its cost
+    store.run_ids()                           # every run folder, aborted ones too
+    store.entries()                           # RunEntry(run_id, kind, path) for each
 
-Run ids are `<UTC date>-<config name slug>`, with `-2`, `-3`, ... when taken (or any name you
-pass). A folder counts as a run if it holds a manifest or a journal folder, so a run aborted at
-any point, including development runs without a manifest, still shows up with its costs.
+Run ids are `<UTC date>-<name slug>`, with `-2`, `-3`, ... when taken (or any id you pass). A
+folder counts as a run if it holds a manifest or a journal folder, so a run aborted at any
+point still shows up. What a kind of run reads from its folder (an experiment's fold, an audit's
+report) is that kind's: `RunStore(dir, run_type=ExperimentRun)` opens and creates that class;
+the kind-aware listing of every kind is `parquet_agent.RunStore` (`explore.runs`).
 """
 
 from __future__ import annotations
@@ -17,24 +19,17 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from parquet_agent.errors import RunError
 from parquet_agent.files import atomic_write_bytes, fsync_dir, utc_now
 from parquet_agent.store.manifest import build_manifest
 from parquet_agent.store.run import JOURNAL_DIR, MANIFEST, Run
-from parquet_agent.analysis.status import run_status
 
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from parquet_agent.experiment.config import ExperimentConfig
-
-LIST_COLUMNS = ["run_id", "name", "created_at", "status", "planned_cases", "complete",
-                "incomplete", "failed", "unfinished", "cases_finished", "api_attempts",
-                "cost_usd", "cost_unknown_attempts", "wall_ms", "sessions"]
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
 
@@ -42,33 +37,45 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "run"
 
 
-class RunStore:
-    """A folder of run folders."""
+@dataclass(frozen=True)
+class RunEntry:
+    """One run folder of a runs folder: its id, its kind ("experiment", "audit", ...; None for a
+    folder aborted before its manifest, or whose manifest cannot be read) and its path."""
+    run_id: str
+    kind: str | None
+    path: Path
 
-    def __init__(self, runs_dir: str | Path):
+
+def kind_of(run_dir: Path) -> str | None:
+    """The kind a run folder's manifest declares (an experiment's before kinds existed)."""
+    try:
+        manifest = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return str(manifest.get("kind", "experiment")) if isinstance(manifest, dict) else None
+
+
+class RunStore:
+    """A folder of run folders; `run_type` is the `Run` class it opens and creates."""
+
+    def __init__(self, runs_dir: str | Path, *, run_type: type[Run] = Run):
         self.dir = Path(runs_dir).resolve()
+        self.run_type = run_type
 
     def __repr__(self) -> str:
         return f"RunStore({str(self.dir)!r})"
 
-    def create(self, config: ExperimentConfig, frozen: dict[str, Any],
-               run_id: str | None = None) -> Run:
-        """Make a new run folder, write its manifest once, return it writable (locked).
-
-        `frozen` comes from `store.manifest.freeze(...)`. RunError when `run_id` is taken.
-        """
+    def create(self, kind: str, fields: Mapping[str, Any], *, name: str = "run",
+               run_id: str | None = None, prepared: Sequence[str] = ()) -> Run:
+        """Make a new run folder, write its manifest once (`kind`, `fields` and their hash), and
+        return it writable (locked). RunError when `run_id` is taken. `prepared`: entries a
+        kind may have written into the folder before it exists as a run (the audit's dataset
+        snapshot); any other entry makes the folder taken."""
         self.dir.mkdir(parents=True, exist_ok=True)
         if run_id is not None:
-            if not _RUN_ID.match(run_id):
-                raise RunError(f"bad run id {run_id!r}: letters, digits and ._+- only")
-            run_dir = self.dir / run_id
-            try:
-                run_dir.mkdir()
-            except FileExistsError:
-                raise RunError(f"{run_dir} already exists; resume it with --resume or choose "
-                               "another run id") from None
+            run_dir = self._claim(run_id, prepared)
         else:
-            base = f"{datetime.now(timezone.utc):%Y-%m-%d}-{_slug(config.name)}"
+            base = f"{datetime.now(timezone.utc):%Y-%m-%d}-{_slug(name)}"
             for n in range(1, 10_000):
                 run_dir = self.dir / (base if n == 1 else f"{base}-{n}")
                 try:
@@ -79,10 +86,10 @@ class RunStore:
             else:  # pragma: no cover - 10,000 runs of one name in a day
                 raise RunError(f"too many runs named {base} in {self.dir}")
         fsync_dir(self.dir)
-        run = Run(run_dir, writable=True)
+        run = self.run_type(run_dir, writable=True)
         try:
-            manifest = build_manifest(run_dir.name, utc_now(), config, frozen)
-            (run_dir / JOURNAL_DIR).mkdir()
+            manifest = build_manifest(run_dir.name, utc_now(), kind, fields)
+            (run_dir / JOURNAL_DIR).mkdir(exist_ok=True)
             (run_dir / "raw").mkdir(exist_ok=True)
             data = json.dumps(manifest, indent=1, ensure_ascii=False, sort_keys=True).encode()
             atomic_write_bytes(run_dir / MANIFEST, data + b"\n")
@@ -90,6 +97,18 @@ class RunStore:
             run.close()
             raise
         return run
+
+    def _claim(self, run_id: str, prepared: Sequence[str]) -> Path:
+        if not _RUN_ID.match(run_id):
+            raise RunError(f"bad run id {run_id!r}: letters, digits and ._+- only")
+        run_dir = self.dir / run_id
+        try:
+            run_dir.mkdir()
+        except FileExistsError:
+            if set(p.name for p in run_dir.iterdir()) - set(prepared):
+                raise RunError(f"{run_dir} already exists; resume it with --resume or choose "
+                               "another run id") from None
+        return run_dir
 
     def path(self, run: str | Path) -> Path:
         """The folder of a run given by id (a name in this store) or by path."""
@@ -104,7 +123,7 @@ class RunStore:
         if not run_dir.is_dir():
             known = ", ".join(self.run_ids()[-5:]) or "none"
             raise RunError(f"no run {str(run)!r} in {self.dir} (latest: {known})")
-        return Run(run_dir, writable=writable)
+        return self.run_type(run_dir, writable=writable)
 
     def run_ids(self) -> list[str]:
         """The run folders under this store's folder, sorted by name."""
@@ -113,73 +132,7 @@ class RunStore:
         return sorted(p.name for p in self.dir.iterdir()
                       if p.is_dir() and ((p / MANIFEST).exists() or (p / JOURNAL_DIR).is_dir()))
 
-    def list(self) -> pd.DataFrame:
-        """One row per run folder: id, name, created, status (complete / partial / failed /
-        running, see `analysis.status`), case counts by outcome, attempts and cost.
-
-        `cost_usd` is the known cost; it is NaN (unknown, never 0) when any attempt's cost is
-        unknown and no attempt's cost is known; `cost_unknown_attempts` says how many.
-        """
-        import pandas as pd  # imported when a table is asked for: keeps `import store` light
-
-        rows = []
-        for run_id in self.run_ids():
-            run = Run(self.dir / run_id)
-            row: dict[str, Any] = {"run_id": run_id, "name": None, "created_at": None}
-            try:
-                m = run.manifest
-                row.update(name=m["config"]["name"], created_at=m.get("created_at"))
-            except RunError:
-                pass
-            try:
-                fold = run.fold()
-                figures = fold.figures | fold.activity()
-                state = run_status(run, fold)
-            except RunError as exc:  # a damaged journal: list the run, say so
-                rows.append(row | {"status": f"damaged: {exc}"})
-                continue
-            cost = figures["cost_usd_known"]
-            if figures["cost_unknown_attempts"] and figures["api_attempts"] == figures[
-                    "cost_unknown_attempts"]:
-                cost = float("nan")
-            row.update(status=state.status, planned_cases=state.planned,
-                       complete=state.complete, incomplete=state.incomplete,
-                       failed=state.failed, unfinished=state.unfinished,
-                       cases_finished=figures["cases_finished"],
-                       api_attempts=figures["api_attempts"], cost_usd=cost,
-                       cost_unknown_attempts=figures["cost_unknown_attempts"],
-                       wall_ms=figures["wall_ms"], sessions=figures["sessions"])
-            rows.append(row)
-        return pd.DataFrame(rows, columns=LIST_COLUMNS)
-
-    def ledger(self) -> pd.DataFrame:
-        """Every API attempt of every run in this folder (aborted and development runs too)."""
-        import pandas as pd
-
-        from parquet_agent.analysis.frames import LEDGER_COLUMNS
-
-        frames = []
-        for run_id in self.run_ids():
-            try:
-                frames.append(Run(self.dir / run_id).ledger())
-            except RunError:
-                continue  # a damaged journal: `list()` reports it
-        nonempty = [f for f in frames if len(f)]
-        if not nonempty:
-            return frames[0] if frames else pd.DataFrame(columns=LEDGER_COLUMNS)
-        return pd.concat(nonempty, ignore_index=True)
-
-    def ledger_totals(self) -> pd.DataFrame:
-        """Ledger totals per run and category: attempts, known USD, attempts of unknown cost."""
-        import pandas as pd
-
-        ledger = self.ledger()
-        if ledger.empty:
-            return pd.DataFrame(columns=["run_id", "category", "attempts", "cost_usd",
-                                         "cost_unknown_attempts"])
-        grouped = ledger.groupby(["run_id", "category"], sort=True)
-        return pd.DataFrame({
-            "attempts": grouped.size(),
-            "cost_usd": grouped["cost_usd"].sum(min_count=0),
-            "cost_unknown_attempts": grouped["cost_known"].apply(lambda s: int((~s).sum())),
-        }).reset_index()
+    def entries(self, kind: str | None = None) -> list[RunEntry]:
+        """Every run folder (of `kind`, when given), sorted by id."""
+        found = [RunEntry(r, kind_of(self.dir / r), self.dir / r) for r in self.run_ids()]
+        return [e for e in found if kind is None or e.kind == kind]

@@ -131,6 +131,14 @@ class ToolCallEvent:
     offloaded: str | None = None
 
 
+VERDICTS = ("correct", "incorrect", "abstained")  # a judgment's verdict
+
+
+def case_id(question_id: str, model_name: str, strategy: str) -> str:
+    """`<question_id>__<model-slug>__<strategy>` (the run-directory contract)."""
+    return f"{question_id}__{model_name}__{strategy}"
+
+
 @dataclass(frozen=True)
 class Judgment:
     """Scores 0-100, or None when the judgment was unscored (malformed after retries)."""

@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from parquet_agent.bench.judge_labels import (MemorySink, judge_paper_answers,
                                               labels_agreement)

@@ -15,7 +15,9 @@ from parquet_agent.engine.ray_node import corpus_problem
 from parquet_agent.engine.ray_store import DriverStore
 from parquet_agent.errors import ConfigError
 from parquet_agent.experiment.config import ExperimentConfig
-from parquet_agent.store import CaseStarted, RunStore, compare_frozen
+from parquet_agent.experiment.run import create_run, experiment_fields
+from parquet_agent.explore.runs import RunStore
+from parquet_agent.store import CaseStarted, compare_frozen
 from parquet_agent.store.manifest import build_manifest
 from tests.harness_corpus import make_harness_corpus
 from tests.store.store_fixtures import make_config, make_frozen
@@ -44,20 +46,24 @@ def test_the_engine_table_is_strict_and_local_configs_keep_their_hash():
         EngineConfig(kind="ray", nodes=True)
 
 
+def _manifest(config, frozen):
+    return build_manifest("r", "t", "experiment", experiment_fields(config, frozen))
+
+
 def test_a_run_started_on_ray_resumes_locally_and_back(tmp_path):
     ray_config = replace(make_config(tmp_path), engine=EngineConfig(kind="ray", nodes=2))
     local_config = make_config(tmp_path)
-    ray_manifest = build_manifest("r", "t", ray_config, make_frozen() | {"engine": {"kind": "ray"}})
-    local_manifest = build_manifest("r", "t", local_config, make_frozen())
+    ray_manifest = _manifest(ray_config, make_frozen() | {"engine": {"kind": "ray"}})
+    local_manifest = _manifest(local_config, make_frozen())
     assert compare_frozen(ray_manifest, local_manifest) == []
     assert compare_frozen(local_manifest, ray_manifest) == []
     changed = replace(ray_config, limits=replace(ray_config.limits, max_rounds=3))
-    assert compare_frozen(ray_manifest, build_manifest("r", "t", changed, make_frozen())) == [
+    assert compare_frozen(ray_manifest, _manifest(changed, make_frozen())) == [
         "config.limits.max_rounds: 16 -> 3"]
 
 
 def test_the_driver_store_refuses_a_withdrawn_lease_and_foreign_records(tmp_path):
-    run = RunStore(tmp_path / "runs").create(make_config(tmp_path), make_frozen())
+    run = create_run(RunStore(tmp_path / "runs"), make_config(tmp_path), make_frozen())
     store = DriverStore(run, mailbox=None)  # applied directly: no mailbox, no threads
     case = "Q001__flash__sql"
     first = store.lease(case)

@@ -30,10 +30,10 @@ import pytest
 
 from parquet_agent.engine import EngineConfig
 from parquet_agent.errors import EngineError, MachineFault
-from parquet_agent.experiment.runner import Experiment
 from parquet_agent.experiment.config import load_config
+from parquet_agent.experiment.runner import Experiment
+from parquet_agent.explore.runs import RunStore
 from parquet_agent.models.fakes import DROP, openai_server
-from parquet_agent.store import RunStore
 from tests.conftest import fill_disk
 from tests.engine.freeze import FinishedSince, kill_mid_case, open_cases, step
 from tests.engine.grid import GridScript, harness_answers, write_config
@@ -63,7 +63,7 @@ def corpus(tmp_path_factory):
 
 
 def _engine(cluster, case_workers: int = 2, **extra) -> str:
-    lines = [f'kind = "ray"', f'address = "{cluster.address}"',
+    lines = ['kind = "ray"', f'address = "{cluster.address}"',
              f"case_workers_per_node = {case_workers}"]
     lines += [f"{k} = {json.dumps(v)}" for k, v in extra.items() if not isinstance(v, dict)]
     table = "".join(f"\n[engine.{k}]\n" + "".join(f'"{a}" = "{b}"\n' for a, b in v.items())

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from parquet_agent import charts
-from parquet_agent.store import RunStore
+from parquet_agent.explore.runs import RunStore
 
 
 def _run(path):

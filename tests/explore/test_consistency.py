@@ -18,7 +18,7 @@ from parquet_agent.explore import charts
 from parquet_agent.explore.source import CaseSource
 from parquet_agent.report.case_record import INDEX_COLUMNS
 from parquet_agent.report.exporter import export_run
-from parquet_agent.store import Run
+from parquet_agent.experiment.run import ExperimentRun as Run
 from parquet_agent.transcript import CASE_STATUSES, TOOL_COUNT_FIELDS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "store" / "fixtures"

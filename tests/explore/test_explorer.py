@@ -14,8 +14,9 @@ from parquet_agent import CaseExplorer
 from parquet_agent.errors import UsageError
 from parquet_agent.explore.case_view import SECTION_TITLES, render_case
 from parquet_agent.explore.explorer import ALL, NO_RAW
+from parquet_agent.explore.runs import RunStore
 from parquet_agent.explore.source import CaseSource, exports_current
-from parquet_agent.store import RunStarted, RunStore, read_raw
+from parquet_agent.store import RunStarted, read_raw
 
 REPORT_JS = Path(__file__).resolve().parents[2] / "parquet_agent/report/assets/report.js"
 

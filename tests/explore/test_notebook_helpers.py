@@ -84,7 +84,7 @@ def test_latest_runs_and_resolve_run(demo_run, scripted_run, http_run, runs_dir)
                             .split('"created_at"')[1], reverse=True)
     assert resolve_run(None, runs_dir, newest=1) == newest[1]
     assert resolve_run(demo_run, "ignored") == demo_run
-    with pytest.raises(UsageError, match="3 finished run folder"):
+    with pytest.raises(UsageError, match="3 experiment run folder"):
         latest_runs(runs_dir, 4)
 
 

@@ -15,11 +15,11 @@ import sys
 
 import pytest
 
-from parquet_agent.experiment.runner import Experiment
 from parquet_agent.cli.experiment import demo_config
 from parquet_agent.experiment.config import ExperimentConfig
+from parquet_agent.experiment.runner import Experiment
+from parquet_agent.explore.runs import RunStore
 from parquet_agent.models.fakes import FakeReply, http_error, openai_server
-from parquet_agent.store import RunStore
 from tests.fake_judge import JUDGE_KEY_ENV, judge_config
 from tests.harness_corpus import make_harness_corpus
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from parquet_agent.experiment.runner import Experiment
+from parquet_agent.explore.runs import RunStore
 from parquet_agent.models.fakes.llama_cpp import LlamaCpp, llama_cpp_server
-from parquet_agent.store import RunStore
 from parquet_agent.transcript import JudgeFormat, Judgment
 from tests.harness_corpus import make_harness_corpus
 

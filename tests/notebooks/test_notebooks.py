@@ -147,4 +147,4 @@ def test_a_failing_notebook_reports_a_designed_error(tmp_path):
     with pytest.raises(pm.PapermillExecutionError) as info:
         _execute("explore_run", tmp_path, runs_dir=str(tmp_path))  # no runs in it
     assert info.value.ename == "UsageError"
-    assert "0 finished run folder(s), 1 needed" in info.value.evalue
+    assert "0 experiment run folder(s), 1 needed" in info.value.evalue

@@ -22,12 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from parquet_agent.experiment.runner import Experiment
 from parquet_agent.cli.experiment import demo_config
+from parquet_agent.experiment.runner import Experiment
+from parquet_agent.explore.runs import RunStore
 from parquet_agent.models.fakes import FakeReply, FakeToolCall, openai_server
 from parquet_agent.models.fakes.server import http_error
 from parquet_agent.models.protocol import Attempt, Cost, Usage
-from parquet_agent.store import ModelAttempt, Run, RunStore, ToolCallEvent
+from parquet_agent.experiment.run import ExperimentRun
+from parquet_agent.store import ModelAttempt, ToolCallEvent
 from tests.engine.grid import write_config
 from tests.harness_corpus import make_harness_corpus
 
@@ -104,7 +106,7 @@ def http_run(corpus, tmp_path_factory) -> Path:
 def answer_requests(run_dir: Path, case_id: str) -> list[str]:
     """Request paths of a case's answer attempts in journal order, as the records give them
     (tests never spell raw file names out)."""
-    attempts = Run(run_dir).attempts_df()
+    attempts = ExperimentRun(run_dir).attempts_df()
     mine = attempts[(attempts["case_id"] == case_id)
                     & attempts["role"].isin(("answer", "final_answer"))]
     return [p for p in mine["request_path"] if isinstance(p, str)]

@@ -14,9 +14,11 @@ import pytest
 
 from parquet_agent.errors import ExportError
 from parquet_agent.experiment.config import ExperimentConfig
+from parquet_agent.experiment.run import create_run
+from parquet_agent.explore.runs import RunStore
 from parquet_agent.report.case_record import INDEX_COLUMNS, TOOL_COUNT_FIELDS
 from parquet_agent.report.exporter import PROVENANCE, export_run
-from parquet_agent.store import CaseFinished, CaseStarted, RunStore, freeze, read_raw
+from parquet_agent.store import CaseFinished, CaseStarted, freeze, read_raw
 from tests.harness_corpus import CANARY
 from tests.report.conftest import (
     HOSTILE,
@@ -197,7 +199,7 @@ def _journal_only_run(tmp_path: Path, corpus: Path, *events) -> Path:
         "models": [{"name": "m", "provider": "baseline"}], "judge": {"provider": "rubric"}})
     frozen = freeze(config, question_ids=["Q001", "Q002"], corpus_snapshot=None,
                     prompt_hashes={}, sandbox_mode="test")
-    with RunStore(tmp_path / "runs").create(config, frozen, run_id="partial") as run:
+    with create_run(RunStore(tmp_path / "runs"), config, frozen, run_id="partial") as run:
         journal = run.journal("Q001__m__sql")
         journal.append(CaseStarted("Q001__m__sql", "Q001", "m", "sql"))
         for event in events:

@@ -8,11 +8,17 @@ import json
 
 import pytest
 
-from parquet_agent.experiment.runner import Experiment
 from parquet_agent.experiment.config import ExperimentConfig
-from parquet_agent.models.fakes import FakeReply, FakeToolCall, anthropic_server, gemini_server
+from parquet_agent.experiment.runner import Experiment
+from parquet_agent.explore.runs import RunStore
+from parquet_agent.models.fakes import (
+    FakeReply,
+    FakeToolCall,
+    anthropic_server,
+    gemini_server,
+)
 from parquet_agent.report.exporter import export_run
-from parquet_agent.store import RunStore, ToolCallEvent, read_raw
+from parquet_agent.store import ToolCallEvent, read_raw
 
 SERVERS = {"anthropic": (anthropic_server, "claude-haiku-4-5"),
            "google": (gemini_server, "gemini-2.5-pro")}

@@ -14,8 +14,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from store_fixtures import conversation_bodies, make_attempt, make_config, make_frozen, make_reply  # noqa: E402
+from store_fixtures import (  # noqa: E402
+    conversation_bodies,
+    make_attempt,
+    make_config,
+    make_frozen,
+    make_reply,
+)
 
+from parquet_agent.experiment.run import create_run
 from parquet_agent.store import (  # noqa: E402
     CaseFinished,
     CaseStarted,
@@ -32,7 +39,7 @@ def main() -> None:
     target = Path(__file__).parent / "fixtures"
     name = f"run-v{SCHEMA_VERSION}"
     shutil.rmtree(target / name, ignore_errors=True)
-    run = RunStore(target).create(make_config(target), make_frozen(), run_id=name)
+    run = create_run(RunStore(target), make_config(target), make_frozen(), run_id=name)
     for i, finish in ((1, True), (2, False)):
         case = f"Q00{i}__flash__sql"
         j = run.journal(case)

@@ -17,11 +17,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from parquet_agent.experiment.runner import Experiment
-from parquet_agent.cli.experiment import demo_config
-from parquet_agent.models.fakes import openai_server
-from parquet_agent.store import RunStore
 from parquet_agent.analysis.frames import KEYS
+from parquet_agent.cli.experiment import demo_config
+from parquet_agent.experiment.runner import Experiment
+from parquet_agent.models.fakes import openai_server
 from parquet_agent.store.readable import summary_table
 from tests.harness_corpus import make_harness_corpus
 from tests.test_experiment import _answer_script, _write_config

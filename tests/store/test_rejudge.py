@@ -16,12 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from parquet_agent.experiment.runner import Experiment
 from parquet_agent.cli.experiment import demo_config
-from parquet_agent.judge import INPUT_MARKER, Judge, RubricJudgeModel
-from parquet_agent.models.batch import Polling
+from parquet_agent.experiment.runner import Experiment
+from parquet_agent.explore.runs import RunStore
+from parquet_agent.judge import Judge, RubricJudgeModel
 from parquet_agent.models.fakes import FakeBatches, FakeReply, openai_server
-from parquet_agent.store.runstore import RunStore
 from tests.fake_judge import JUDGE_KEY_ENV, judge_config
 from tests.harness_corpus import make_harness_corpus
 

@@ -12,8 +12,8 @@ import textwrap
 
 import pytest
 
-from parquet_agent.store import RunStore
-
+from parquet_agent.experiment.run import create_run
+from parquet_agent.explore.runs import RunStore
 from tests.store.store_fixtures import make_config, make_frozen
 
 _PLAYER = textwrap.dedent("""
@@ -54,7 +54,7 @@ _PLAYER = textwrap.dedent("""
 @pytest.mark.timeout(90)
 def test_killed_sessions_resume_without_losing_or_repeating_work(tmp_path):
     store = RunStore(tmp_path / "runs")
-    store.create(make_config(tmp_path), make_frozen(), run_id="r1").close()
+    create_run(store, make_config(tmp_path), make_frozen(), run_id="r1").close()
     acked_turns: dict[str, set[int]] = {}
     acked_cases: set[str] = set()
     for stop_after in (4, 11, 23, 7):

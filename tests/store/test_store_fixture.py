@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from parquet_agent.store import ModelAttempt, RunStore, read_raw
-
+from parquet_agent.explore.runs import RunStore
+from parquet_agent.store import ModelAttempt, read_raw
 from tests.store.store_fixtures import conversation_bodies
 
 FIXTURES = Path(__file__).parent / "fixtures"

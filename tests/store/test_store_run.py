@@ -10,6 +10,8 @@ from dataclasses import asdict
 import pytest
 
 from parquet_agent.errors import ResumeRefusedError, RunError
+from parquet_agent.experiment.run import create_run
+from parquet_agent.explore.runs import RunStore
 from parquet_agent.store import (
     CaseFailed,
     CaseFinished,
@@ -20,12 +22,16 @@ from parquet_agent.store import (
     ModelTurn,
     RunFinished,
     RunStarted,
-    RunStore,
     ToolCallEvent,
     code_hash,
 )
-
-from tests.store.store_fixtures import SNAPSHOT, make_attempt, make_config, make_frozen, make_reply
+from tests.store.store_fixtures import (
+    SNAPSHOT,
+    make_attempt,
+    make_config,
+    make_frozen,
+    make_reply,
+)
 
 
 def play_case(run, question="Q001", model="flash", strategy="sql", *, finish=True, score=80.0,
@@ -65,23 +71,24 @@ def play_case(run, question="Q001", model="flash", strategy="sql", *, finish=Tru
 def test_create_freezes_a_manifest_once(tmp_path):
     store = RunStore(tmp_path / "runs")
     config = make_config(tmp_path)
-    run = store.create(config, make_frozen(), run_id="r1")
+    run = create_run(store, config, make_frozen(), run_id="r1")
     m = json.loads((run.dir / "manifest.json").read_text())
-    assert m["schema_version"] == 1 and m["run_id"] == "r1" and m["created_at"].endswith("Z")
+    assert m["schema_version"] == 2 and m["kind"] == "experiment" and m["run_id"] == "r1"
+    assert m["created_at"].endswith("Z")
     assert m["config"] == config.to_dict() and m["config_hash"] == config.config_hash()
     assert m["question_ids"] == ["Q001", "Q002"] and m["code_hash"] == "b2:code"
     assert (run.dir / "journal").is_dir() and (run.dir / "raw").is_dir()
     with pytest.raises(RunError, match="already exists"):
-        store.create(config, make_frozen(), run_id="r1")
-    auto = store.create(config, make_frozen())
+        create_run(store, config, make_frozen(), run_id="r1")
+    auto = create_run(store, config, make_frozen())
     assert auto.run_id.endswith("-smoke-test")
-    assert store.create(config, make_frozen()).run_id == auto.run_id + "-2"
+    assert create_run(store, config, make_frozen()).run_id == auto.run_id + "-2"
     assert len(run.planned_case_ids()) == 2 * 2 * 2
 
 
 def test_one_writer_per_run_folder_across_processes(tmp_path):
     store = RunStore(tmp_path)
-    run = store.create(make_config(tmp_path), make_frozen(), run_id="r1")
+    run = create_run(store, make_config(tmp_path), make_frozen(), run_id="r1")
     code = ("import sys; from parquet_agent.store import RunStore\n"
             "try:\n RunStore(sys.argv[1]).open('r1', writable=True)\n"
             "except Exception as e: print(type(e).__name__, e)\n")
@@ -112,7 +119,7 @@ def test_one_writer_per_run_folder_across_processes(tmp_path):
 ])
 def test_resume_is_refused_naming_the_change(tmp_path, change, expected):
     store = RunStore(tmp_path / "runs")
-    store.create(make_config(tmp_path), make_frozen(), run_id="r1").close()
+    create_run(store, make_config(tmp_path), make_frozen(), run_id="r1").close()
     run = store.open("r1", writable=True)
     run.check_resume(make_frozen(), make_config(tmp_path))  # same inputs: fine
     config, frozen = change(tmp_path, make_frozen())
@@ -123,13 +130,13 @@ def test_resume_is_refused_naming_the_change(tmp_path, change, expected):
 
 def test_resume_allows_execution_only_changes(tmp_path):
     store = RunStore(tmp_path)
-    run = store.create(make_config(tmp_path), make_frozen(), run_id="r1")
+    run = create_run(store, make_config(tmp_path), make_frozen(), run_id="r1")
     touched = SNAPSHOT | {"taken_at": "later", "files": [f | {"mtime_ns": 9} for f in SNAPSHOT["files"]]}
     run.check_resume(make_frozen(snapshot=touched), make_config(tmp_path, case_workers=1, data_workers=2))
 
 
 def test_replay_gives_saved_turns_and_tool_results(tmp_path):
-    run = RunStore(tmp_path).create(make_config(tmp_path), make_frozen(), run_id="r1")
+    run = create_run(RunStore(tmp_path), make_config(tmp_path), make_frozen(), run_id="r1")
     case = play_case(run, finish=False)
     run.journal(case).append(CaseFailed(error_type="ModelCallError", message="boom", retryable=True))
     assert run.completed_cases() == set()
@@ -149,7 +156,7 @@ def test_replay_gives_saved_turns_and_tool_results(tmp_path):
 
 
 def test_verify_finds_tampering_in_manifest_raw_and_journal(tmp_path):
-    run = RunStore(tmp_path).create(make_config(tmp_path), make_frozen(), run_id="r1")
+    run = create_run(RunStore(tmp_path), make_config(tmp_path), make_frozen(), run_id="r1")
     case = play_case(run)
     report = run.verify()
     assert report.ok and report.bodies_checked == 6, report
@@ -172,7 +179,7 @@ def test_verify_finds_tampering_in_manifest_raw_and_journal(tmp_path):
 
 def test_tables_summary_and_ledgers(tmp_path):
     store = RunStore(tmp_path / "runs")
-    run = store.create(make_config(tmp_path), make_frozen(), run_id="r1")
+    run = create_run(store, make_config(tmp_path), make_frozen(), run_id="r1")
     rj = run.run_journal()
     rj.append(RunStarted(session=0, pid=1))
     rj.append(ModelAttempt("health/flash", make_attempt("health/flash", purpose="health",
@@ -214,7 +221,7 @@ def test_tables_summary_and_ledgers(tmp_path):
     assert activity["cost_usd_known"] == pytest.approx(0.0001 + 8 * 0.001)
 
     # an aborted run and a development run without a manifest still count in the store ledger
-    aborted = store.create(make_config(tmp_path), make_frozen(), run_id="r2")
+    aborted = create_run(store, make_config(tmp_path), make_frozen(), run_id="r2")
     play_case(aborted, finish=False)
     dev = tmp_path / "runs" / "dev" / "journal"
     dev.mkdir(parents=True)
@@ -245,7 +252,7 @@ def test_code_hash_follows_source_content_only(tmp_path):
 
 
 def test_large_tool_texts_are_offloaded_and_finished_journals_sealed(tmp_path):
-    run = RunStore(tmp_path).create(make_config(tmp_path), make_frozen(), run_id="r1")
+    run = create_run(RunStore(tmp_path), make_config(tmp_path), make_frozen(), run_id="r1")
     case = "Q001__flash__sql"
     text = json.dumps({"source_id": "s1", "text": "Revenue was $1,577 million. " * 200})
     j = run.journal(case)
@@ -276,8 +283,8 @@ def test_large_tool_texts_are_offloaded_and_finished_journals_sealed(tmp_path):
 
 
 def test_run_compare_pairs_cases_with_an_older_run(tmp_path):
-    from parquet_agent.experiment.runner import Experiment
     from parquet_agent.cli.experiment import demo_config
+    from parquet_agent.experiment.runner import Experiment
     from tests.harness_corpus import make_harness_corpus
 
     corpus = make_harness_corpus(tmp_path / "corpus")

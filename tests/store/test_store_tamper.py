@@ -27,7 +27,9 @@ import json
 
 import pytest
 
-from parquet_agent.store import RawStore, RunStore, read_journal
+from parquet_agent.experiment.run import create_run
+from parquet_agent.explore.runs import RunStore
+from parquet_agent.store import RawStore, read_journal
 from parquet_agent.store.blobs import _Pack
 from parquet_agent.store.packformat import HEADER, expand_numbers
 from parquet_agent.transcript.codec import frame_line
@@ -158,7 +160,7 @@ def test_two_flipped_bits_cost_only_what_depends_on_them(tmp_path, part):
 
 
 def _sealed_run(tmp_path):
-    run = RunStore(tmp_path).create(make_config(tmp_path), make_frozen(), run_id="r1")
+    run = create_run(RunStore(tmp_path), make_config(tmp_path), make_frozen(), run_id="r1")
     case = play_case(run, score=0.0)
     other = play_case(run, question="Q002")
     run.close()

@@ -1,0 +1,72 @@
+"""The runs folder as a notebook sees it: every kind of run, each opened as its kind.
+
+    store = RunStore("runs")              # parquet_agent.RunStore
+    store.list()                          # one row per run folder, experiments and audits,
+                                          # with a `kind` column (LIST_COLUMNS + `findings`)
+    run = store.open("2026-11-30-smoke")  # an ExperimentRun, or an AuditRun for an audit
+    store.ledger()                        # every API attempt of every experiment, with its cost
+    store.ledger_totals()                 # per run and category
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from parquet_agent.analysis.listing import (LIST_COLUMNS, experiment_row, ledger_totals,
+                                            runs_ledger)
+from parquet_agent.audit.run import AuditRun
+from parquet_agent.experiment.run import ExperimentRun
+from parquet_agent.store.run import Run
+from parquet_agent.store.runstore import RunStore as CoreRunStore
+from parquet_agent.store.runstore import kind_of
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+RUN_TYPES: dict[str, type[Run]] = {"experiment": ExperimentRun, "audit": AuditRun}
+
+
+class RunStore(CoreRunStore):
+    """A folder of run folders of every kind; see the module docstring."""
+
+    def __init__(self, runs_dir: str | Path):
+        super().__init__(runs_dir, run_type=ExperimentRun)
+
+    def open(self, run: str | Path, *, writable: bool = False) -> Run:
+        """An existing run by id or path, opened as its kind (an experiment's when its
+        manifest is missing: a run aborted before it)."""
+        opened = super().open(run, writable=writable)
+        run_type = RUN_TYPES.get(kind_of(opened.dir) or "experiment", Run)
+        if isinstance(opened, run_type):
+            return opened
+        opened.close()
+        return run_type(opened.dir, writable=writable)
+
+    def list(self) -> pd.DataFrame:
+        """One row per run folder: id, kind, name, created, status, case counts (an audit's
+        findings), attempts and cost (NaN: unknown, never 0)."""
+        import pandas as pd
+
+        rows = []
+        for entry in self.entries():
+            if entry.kind == "audit":
+                rows.append(AuditRun(entry.path).listing_row())
+            elif entry.kind in ("experiment", None):
+                rows.append(experiment_row(ExperimentRun(entry.path)))
+            else:
+                rows.append({"run_id": entry.run_id, "kind": entry.kind,
+                             "status": f"unknown kind {entry.kind!r}"})
+        return pd.DataFrame(rows, columns=[*LIST_COLUMNS, "findings"])
+
+    def ledger(self) -> pd.DataFrame:
+        """Every API attempt of every experiment in this folder (aborted ones too)."""
+        return runs_ledger(ExperimentRun(e.path) for e in self.entries()
+                           if e.kind in ("experiment", None))
+
+    def ledger_totals(self) -> pd.DataFrame:
+        """Ledger totals per run and category: attempts, known USD, attempts of unknown cost."""
+        return ledger_totals(self.ledger())
+
+
+__all__ = ["RUN_TYPES", "RunStore"]
