@@ -27,10 +27,9 @@ from parquet_agent.audit.dataset import Dataset
 from parquet_agent.audit.discover import discover
 from parquet_agent.audit.discover.scope import tables_of
 from parquet_agent.audit.sources import default_lineage
-from parquet_agent.audit.events import (AUDIT_EVENTS, AuditFinished, AuditStarted,
-                                        CandidatesFound, ContractChecked, EvaluationEvent,
-                                        HistoryChecked,
-                                        StepDone, StepModel)
+from parquet_agent.audit.events import (AUDIT_EVENTS, AuditFinished, AuditResumed,
+                                        AuditStarted, CandidatesFound, ContractChecked,
+                                        EvaluationEvent, HistoryChecked, StepDone, StepModel)
 from parquet_agent.audit.evidence import compute, proposal_fingerprint
 from parquet_agent.audit.finding import Finding, Proposal, finding_key
 from parquet_agent.audit.gates import Gate, GateOutcome
@@ -154,7 +153,9 @@ class _Session:
                 raise RunError(f"{self.run_dir}: the dataset changed since this audit started "
                                "(another snapshot id); start a new run instead of resuming")
             if self.state.finished:
-                return
+                if self.state.finished.status != "failed":
+                    return
+                self.record(AuditResumed(self.state.finished.reason))
             if self.state.discovery is None:  # the deterministic candidates, journaled once
                 found = discover(self.tools, tables_of(self.dataset))
                 self.record(CandidatesFound(found.to_json()))

@@ -112,6 +112,14 @@ class AuditFinished:
     unpriced_attempts: int = 0  # a failed model call's attempts whose cost is unknown
 
 
+@dataclass(frozen=True)
+class AuditResumed:
+    """A resume going on past a `failed` finish (the model server died; steps not yet answered
+    are asked again, answered ones never)."""
+    EVENT: ClassVar[str] = "audit_resumed"
+    after: str  # the failed finish's reason
+
+
 AUDIT_EVENTS = EventFamily.of("audit", AuditStarted, HistoryChecked, CandidatesFound,
                               ContractChecked, StepModel,
-                              EvaluationEvent, StepDone, AuditFinished)
+                              EvaluationEvent, StepDone, AuditFinished, AuditResumed)

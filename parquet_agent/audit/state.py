@@ -16,6 +16,7 @@ from typing import Any
 
 from parquet_agent.audit.events import (
     AuditFinished,
+    AuditResumed,
     AuditStarted,
     CandidatesFound,
     ContractChecked,
@@ -71,7 +72,8 @@ class AuditState:
 
     def feed(self, payload: Any) -> None:
         """Fold one journal event in (the live loop feeds each event it writes). A payload of
-        another type (an `UnknownEvent`: a kind this version does not know) changes nothing."""
+        another type (an `UnknownEvent`: a kind this version does not know) changes nothing.
+        A `failed` finish is not final: a resume goes on past it (`resumed`)."""
         if isinstance(payload, AuditStarted):
             self.started = payload
         elif isinstance(payload, HistoryChecked):
@@ -89,6 +91,8 @@ class AuditState:
             self.apply(payload)
         elif isinstance(payload, AuditFinished):
             self.finished = payload
+        elif isinstance(payload, AuditResumed):
+            self.finished = None
             if getattr(payload, "unpriced_attempts", 0):
                 self.cost_known = False
 
@@ -244,4 +248,6 @@ def progress_line(payload: Any, max_steps: int | None) -> str | None:
         return f"step {payload.step}/{max_steps}: {payload.tool} {what}".rstrip() + ok
     if isinstance(payload, AuditFinished):
         return f"{payload.status}: {payload.reason}"
+    if isinstance(payload, AuditResumed):
+        return f"resumed after: {payload.after}"
     return None

@@ -132,9 +132,11 @@ class FindingsStore:
                       "ON CONFLICT DO NOTHING", (run_id, key, source, count, denominator, status))
 
     def previous_run(self, lineage: str, *, exclude: str | None = None) -> dict[str, Any] | None:
-        """The latest indexed run of `lineage` (but `exclude`) with its open findings."""
+        """The latest complete indexed run of `lineage` (but `exclude`) with its open findings
+        (a failed or cut-short audit re-checked too little to be the baseline of the next)."""
         row = self._execute(
             "SELECT run_id FROM audit_runs WHERE lineage = %s AND run_id <> %s "
+            "AND status = 'complete' "
             "ORDER BY created_at DESC, run_id DESC LIMIT 1", (lineage, exclude or "")).fetchone()
         if row is None:
             return None
