@@ -233,12 +233,15 @@ def _runs(args: argparse.Namespace) -> int:
     if listing.empty:
         print(f"no runs in {args.runs_dir}")
         return 0
+    def count(column: str) -> list[str]:  # "-" where the other kind has no such count
+        return ["-" if pd.isna(v) else str(v) for v in listing[column]]
+
     table = pd.DataFrame({
         "run": listing["run_id"], "kind": listing["kind"], "status": listing["status"],
-        "findings": listing["findings"], "complete": listing["complete"], "incomplete": listing["incomplete"],
-        "failed": listing["failed"], "unfinished": listing["unfinished"],
-        "planned": listing["planned_cases"],
-        "cost": [cost_text(c, int(u) if u == u else 0)
+        "findings": count("findings"), "complete": count("complete"),
+        "incomplete": count("incomplete"), "failed": count("failed"),
+        "unfinished": count("unfinished"), "planned": count("planned_cases"),
+        "cost": [cost_text(c, int(u) if pd.notna(u) else 0)
                  for c, u in zip(listing["cost_usd"], listing["cost_unknown_attempts"])],
         "created": listing["created_at"].fillna("").str.slice(0, 19)})
     with pd.option_context("display.width", 200, "display.max_columns", 20,

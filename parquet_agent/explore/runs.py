@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 RUN_TYPES: dict[str, type[Run]] = {"experiment": ExperimentRun, "audit": AuditRun}
 
 
+_COUNTS = ("planned_cases", "complete", "incomplete", "failed", "unfinished", "cases_finished",
+           "api_attempts", "cost_unknown_attempts", "sessions", "findings")
+
+
 class RunStore(CoreRunStore):
     """A folder of run folders of every kind; see the module docstring."""
 
@@ -57,7 +61,9 @@ class RunStore(CoreRunStore):
             else:
                 rows.append({"run_id": entry.run_id, "kind": entry.kind,
                              "status": f"unknown kind {entry.kind!r}"})
-        return pd.DataFrame(rows, columns=[*LIST_COLUMNS, "findings"])
+        frame = pd.DataFrame(rows, columns=[*LIST_COLUMNS, "findings"])
+        # counts stay whole numbers beside the other kind's missing ones (not 228.0 and NaN)
+        return frame.astype({c: "Int64" for c in _COUNTS})
 
     def ledger(self) -> pd.DataFrame:
         """Every API attempt of every experiment in this folder (aborted ones too)."""

@@ -69,6 +69,9 @@ def test_runs_lists_both_kinds_with_a_kind_column(runs):
     assert shown.returncode == 0, shown.stderr
     lines = {line.split()[0]: line.split() for line in shown.stdout.splitlines()[1:]}
     assert lines["aud"][1:3] == ["audit", "complete"] and lines["exp"][1] == "experiment"
+    # counts print whole beside the other kind's blanks (not 2.0 / 12.0)
+    assert lines["aud"][3].isdigit() and lines["aud"][4] == "-"
+    assert lines["exp"][3] == "-" and lines["exp"][4].isdigit()
 
 
 def test_verify_both_kinds_and_name_an_edited_audit_line(runs):
