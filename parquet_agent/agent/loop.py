@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Literal, Protocol
 
 from parquet_agent.corpus.questions import Question
-from parquet_agent.errors import ModelCallError
+from parquet_agent.errors import ModelCallError, RunError
 from parquet_agent.agent.limits import AgentLimits
 from parquet_agent.models.protocol import (
     GenerationSettings,
@@ -307,7 +307,7 @@ class _CaseLoop:
         """Journal the attempts (and the turn they produced) with one fdatasync."""
         self.attempt_count += len(attempts)
         if self.journal is not None:
-            role = "final_answer" if final else "answer"
+            role: Literal["final_answer", "answer"] = "final_answer" if final else "answer"
             events = [ModelAttempt(label=label, attempt=a, role=role) for a in attempts]
             self.journal.append_many(events + ([turn] if turn is not None else []))
 
@@ -332,6 +332,9 @@ class _CaseLoop:
         for call in calls:
             event = self.saved_tools.get((self.turn, call.id)) or self._execute(call)
             self.evidence.append(event)
+            if event.model_text is None:  # the store puts offloaded texts back on reading
+                raise RunError(f"tool call {call.id} of turn {self.turn}: its model text is "
+                               "missing from the journal")
             self.messages.append(ToolMessage(call.id, call.name, event.model_text))
 
     def _budget_used(self) -> int:

@@ -32,7 +32,7 @@ each with its interval. Nothing here needs scipy.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -172,7 +172,7 @@ def _interval(values: pd.Series, seed: int) -> tuple[float | None, float | None,
     return ci.mean, ci.low, ci.high
 
 
-def _cell_row(cell: tuple[str, str], g: pd.DataFrame, seed: int) -> dict[str, Any]:
+def _cell_row(cell: tuple[Hashable, Hashable], g: pd.DataFrame, seed: int) -> dict[str, Any]:
     counts = g["change"].value_counts()
     both = g[g["change"].isin(("resolved", "regressed", "still correct", "still incorrect"))]
     test = mcnemar(int(counts.get("regressed", 0)), int(counts.get("resolved", 0)))
@@ -227,7 +227,8 @@ class RunComparison:
 
     @property
     def overall(self) -> dict[str, Any]:
-        return self.by_cell[self.by_cell["model"] == ALL_CELLS].iloc[0].to_dict()
+        row = self.by_cell[self.by_cell["model"] == ALL_CELLS].iloc[0]
+        return {str(k): v for k, v in row.to_dict().items()}
 
     # -- HTML -----------------------------------------------------------------------------------
 
@@ -275,7 +276,7 @@ def _fmt(value: Any, spec: str) -> str:
     return format(value, spec)
 
 
-def _ci(row: dict[str, Any], name: str, spec: str) -> str:
+def _ci(row: Mapping[Hashable, Any], name: str, spec: str) -> str:
     return (f"{_fmt(row[f'{name}_delta'], spec)} [{_fmt(row[f'{name}_delta_low'], spec)}, "
             f"{_fmt(row[f'{name}_delta_high'], spec)}]")
 

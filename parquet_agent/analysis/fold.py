@@ -116,26 +116,30 @@ class CaseView:
 
     @property
     def scored(self) -> bool:
-        return bool(self.judgment and self.judgment.scored)
+        return self._scored_judgment is not None
+
+    @property
+    def _scored_judgment(self) -> Judgment | None:
+        return self.judgment if self.judgment is not None and self.judgment.scored else None
 
     @property
     def correctness(self) -> float | None:
-        return self.judgment.correctness if self.scored else None
+        return j.correctness if (j := self._scored_judgment) is not None else None
 
     @property
     def citation_support(self) -> float | None:
-        return self.judgment.citation_support if self.scored else None
+        return j.citation_support if (j := self._scored_judgment) is not None else None
 
     @property
     def verdict(self) -> str | None:
         """correct / incorrect / abstained; None when unscored or judged before judge-v2."""
-        return self.judgment.verdict if self.scored else None
+        return j.verdict if (j := self._scored_judgment) is not None else None
 
     @property
     def abstained_answerable(self) -> bool:
         """An abstention on a question the corpus can answer: a failed search, not an error."""
-        return (self.verdict == "abstained"
-                and (self.judgment.checks or {}).get("answerable", True) is not False)
+        return ((j := self._scored_judgment) is not None and j.verdict == "abstained"
+                and (j.checks or {}).get("answerable", True) is not False)
 
     @property
     def answer_attempts(self) -> tuple[Event, ...]:
@@ -282,22 +286,22 @@ def fold_case(case_id: str, events: tuple[Event, ...],
     judgments += list(appended)
     chosen = [j for j in judgments if j.judging == judging]
     failures = [(e.at, e.payload) for e in events if isinstance(e.payload, CaseFailed)]
-    status, reason, answer_text = _status(finished and finished.payload,
-                                          started and started.payload, failures)
+    status, reason, answer_text = _status(finished.payload if finished else None,
+                                          started.payload if started else None, failures)
     final_turn = _final_turn(turns)
     recorded = finished.payload.tool_counts if finished else {}
     if recorded:
-        counts = {k: recorded.get(k) for k in TOOL_COUNT_FIELDS}
+        counts: dict[str, int | None] = {k: recorded.get(k) for k in TOOL_COUNT_FIELDS}
         source = "case_finished"
     else:
-        counts = tally(turns, (e.payload for e in tools), len(attempts)).to_dict()
+        counts = dict(tally(turns, (e.payload for e in tools), len(attempts)).to_dict())
         source = "recomputed from the journal (the case did not finish)"
     usage = [e.payload.attempt.usage for e in attempts]
     return CaseView(
         case_id=case_id, question_id=qid, model=model, strategy=strategy, status=status,
         status_reason=reason, finished=finished is not None, answer=answer_text,
         forced_final=bool(final_turn and final_turn.final),
-        started=started and started.payload,
+        started=started.payload if started else None,
         node=next((e.payload.node for e in reversed(events)
                    if isinstance(e.payload, CaseStarted)), None),
         sessions=sum(isinstance(e.payload, CaseStarted) for e in events),
@@ -306,7 +310,7 @@ def fold_case(case_id: str, events: tuple[Event, ...],
         judgment=chosen[-1] if chosen else None, judgments_recorded=len(judgments),
         judgments=tuple(judgments),
         tool_counts=counts, tool_counts_source=source,
-        identity=_identity((models or {}).get(model, {}), answer),
+        identity=_identity((models or {}).get(model or "", {}), answer),
         tokens={k: sum(getattr(u, f"{k}_tokens") or 0 for u in usage)
                 for k in TOKEN_KINDS},
         cost=_cost(attempts, answer, judge),

@@ -115,7 +115,7 @@ def flip_rate(frame: pd.DataFrame, *, seed: int = 0) -> dict:
         spread=("correctness", lambda s: float(s.max() - s.min()) if s.notna().any() else np.nan),
     ).loc[cases]
     flips = per["correct_flip"].to_numpy(dtype=float)
-    out = {"cases": int(len(cases)), "repeats": int(sizes.loc[cases].max()),
+    out: dict[str, float | None] = {"cases": int(len(cases)), "repeats": int(sizes.loc[cases].max()),
            "flip_rate": float(flips.mean()),
            "verdict_flip_rate": float(per["verdict_flip"].mean()),
            "score_spread": float(per["spread"].mean())}

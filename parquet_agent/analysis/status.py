@@ -84,7 +84,9 @@ def run_status(run: Run, fold: RunFold | None = None) -> RunStatus:
 
 
 def _alive(pid: int | None) -> bool:
-    return bool(pid) and psutil.pid_exists(int(pid))
+    if not pid:
+        return False
+    return psutil.pid_exists(int(pid))
 
 
 def failure_groups(cases: pd.DataFrame) -> list[tuple[int, str, str]]:

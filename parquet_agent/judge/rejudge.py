@@ -124,7 +124,8 @@ def case_input(run: Run, case_id: str) -> tuple[JudgeInput | None, str | None, d
                       "output": p.output if p.ok else {"error": p.error_message}}
                      for p in (e.payload for e in events) if isinstance(p, ToolCallEvent))
     own = [e.payload for e in events if isinstance(e.payload, Judgment) and e.payload.request_path]
-    original = _original_input(run, own[-1].request_path) if own else None
+    own_path = own[-1].request_path if own else None
+    original = _original_input(run, own_path) if own_path else None
     waiting = [e.payload for e in events if isinstance(e.payload, JudgmentPending)]
     if original is None and waiting:  # batch judging: what the case recorded for its judge
         original = {"cited_spans": waiting[-1].cited_spans,
@@ -190,7 +191,7 @@ def _judge_cases(run, judge, jid, journal, cases, repeat, batch, primary, pollin
     for cid in wanted:
         inp, why, notes = case_input(run, cid)
         if inp is None:
-            skipped[cid] = why
+            skipped[cid] = why or "no input"  # case_input names why whenever it has none
             continue
         for k in range(1, repeat + 1):
             if (cid, k) not in done:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from parquet_agent.analysis.fold import (
     RUN_JOURNAL,
@@ -170,7 +170,7 @@ class RunSource:
             self.unreadable.add(path)
             return None
 
-    def has(self, path: str | None) -> bool:
+    def has(self, path: str | None) -> TypeGuard[str]:
         # the set taken at open, not `path in raw`, which rescans the pack on every miss
         return bool(path) and path in self.names
 
@@ -247,6 +247,8 @@ def _missing_requests(attempts: list[dict], view: CaseView, names: tuple[str, ..
                             "why": "successful turn recorded, its request is not in the raw store"})
     numbers: dict[int, set[int]] = {}
     for request in _answer_requests(names):
+        if request.turn is None:  # _answer_requests keeps only numbered turns
+            continue
         numbers.setdefault(request.turn, set()).add(request.number)
     for turn, seen in sorted(numbers.items()):
         for n in range(1, max(seen)):

@@ -145,7 +145,9 @@ def _audit_html(audit: CorpusAudit, run_dir: str | Path | None) -> str:
         return head + "<p>No findings.</p>"
     rows = []
     for f in audit.findings:
-        ev = f.get("evidence") if isinstance(f.get("evidence"), dict) else {}
+        ev = f.get("evidence")
+        if not isinstance(ev, dict):
+            ev = {}
         examples = "".join(f"<li><code>{e(json.dumps(x, ensure_ascii=False, default=str), 300)}"
                            "</code></li>" for x in _items(ev.get("examples")))
         rows.append(

@@ -77,9 +77,10 @@ def _known_usd(g: dict[str, Any]) -> str:
 def _verdict_rates(g: dict[str, Any]) -> str:
     """"83% / 12% / 5%" of the cases judged with a verdict; "—" before judge-v2."""
     rates = [g.get(f"{v}_rate") for v in ("correct", "incorrect", "abstained")]
-    if any(r is None for r in rates):
+    known = [r for r in rates if r is not None]
+    if len(known) < len(rates):
         return "—"
-    return " / ".join(f"{100 * r:.0f}%" for r in rates)
+    return " / ".join(f"{100 * r:.0f}%" for r in known)
 
 
 def _summary_table(summary: dict[str, Any]) -> str:

@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import Any
 
 from parquet_agent.models.protocol import (
+    UNVERIFIED,
     AssistantMessage,
     Attempt,
     Cost,
@@ -102,7 +103,8 @@ class EventFamily:
         for t in types:
             kind = getattr(t, "EVENT", None)
             if not (is_dataclass(t) and isinstance(kind, str)
-                    and t.__dataclass_params__.frozen):
+                    # typeshed's DataclassInstance omits the params every dataclass has
+                    and t.__dataclass_params__.frozen):  # type: ignore[attr-defined]
                 raise TypeError(f"{t!r} is not a journal payload type (a frozen dataclass "
                                 "with an EVENT name)")
             if kind in by_kind:
@@ -152,6 +154,11 @@ def unrecorded(record: Any) -> frozenset[str]:
     return vars(record).get(_UNRECORDED, frozenset())
 
 
+def _provider(value: Any) -> str:
+    """A reply's provider as recorded; a line that names none is unverified."""
+    return value if isinstance(value, str) else UNVERIFIED
+
+
 def reply_from_dict(d: dict[str, Any]) -> Reply:
     """A `Reply` from its JSON form (nested records included)."""
     message = d.get("message") or {}
@@ -161,7 +168,7 @@ def reply_from_dict(d: dict[str, Any]) -> Reply:
         finish_reason=d.get("finish_reason"),
         response_id=d.get("response_id"),
         model=d.get("model"),
-        provider=d.get("provider"),
+        provider=_provider(d.get("provider")),
         usage=usage_from_dict(d.get("usage")),
         message=AssistantMessage(
             text=message.get("text"),

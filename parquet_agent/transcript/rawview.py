@@ -110,7 +110,7 @@ def _text_of(message: dict[str, Any]) -> str | None:
         if isinstance(value, str):
             return value
         if isinstance(value, list):
-            texts = [p.get("text") for p in value if isinstance(p, dict)
+            texts = [p["text"] for p in value if isinstance(p, dict)
                      and isinstance(p.get("text"), str)]
             if texts:
                 return "\n".join(texts)
