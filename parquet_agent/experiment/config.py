@@ -115,7 +115,7 @@ class Sample:
         elif self.kind == "n":
             check_type(join(w, "n"), self.n, int, "a positive integer")
             check_type(join(w, "seed"), self.seed, int, "an integer (needed for a repeatable sample)")
-            if self.n < 1:
+            if self.n is None or self.n < 1:  # None never passes check_type: for the checker
                 raise fail(join(w, "n"), f"{self.n} is not a positive integer")
             if self.ids is not None:
                 raise fail(w, "give either {n, seed} or {ids}, not both")
@@ -168,6 +168,7 @@ class Sample:
                                f"unknown question id {qid!r} ({len(known)} questions){hint}")
             chosen = set(self.ids or ())
         else:
+            assert self.n is not None, "kind 'n' has an int n (checked in __post_init__)"
             if self.n > len(known):
                 raise fail(join(self._where, "n"),
                            f"asks for {self.n} questions but the questions file has {len(known)}")
@@ -384,7 +385,7 @@ class ExperimentConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form frozen into the manifest (absolute paths; loads back with from_dict)."""
-        optional = {"scope": str(self.scope)} if self.scope is not None else {}
+        optional: dict[str, Any] = {"scope": str(self.scope)} if self.scope is not None else {}
         if self.engine.kind != "local":  # a local run's config (and hash) stays as it was
             optional["engine"] = self.engine.to_dict()
         if self.gates.action:  # off: the config (and its hash) is what it was before gates

@@ -58,7 +58,7 @@ def _tokens(chars: float) -> int:
     return int(chars / CHARS_PER_TOKEN)
 
 
-def case_tokens(prompt_chars: int, turns: int, tool_chars: int,
+def case_tokens(prompt_chars: float, turns: int, tool_chars: int,
                 output_tokens: int) -> tuple[int, int]:
     """(input, output) tokens of one case of `turns` model turns."""
     step = _tokens(tool_chars + CALL_CHARS) + output_tokens
@@ -94,7 +94,8 @@ def _batch_factor(price, where: str) -> tuple[float, str]:
     """`[judge] batch = true`: the judge's calls at its vendor's batch price (the table's)."""
     from parquet_agent.models.prices import PriceTable
 
-    rate = PriceTable.load().batch.get(getattr(price, "vendor", None))
+    vendor = getattr(price, "vendor", None)
+    rate = PriceTable.load().batch.get(vendor) if isinstance(vendor, str) else None
     if rate is None:
         return 1.0, f"{where}; no batch price: at list"
     return rate.multiplier, f"{where}; batch price {rate.multiplier:g} x list"
@@ -135,7 +136,7 @@ def estimate_config(config: ExperimentConfig, question_ids: tuple[str, ...] | No
         low_usd, high_usd = _usd(price, *lows), _usd(price, *highs)
         out.append(CostEstimate(spec.name, cases, turns, (lows[0], highs[0]),
                                 (lows[1], highs[1]),
-                                None if low_usd is None else (low_usd, high_usd), where))
+                                _usd_range(low_usd, high_usd), where))
     judged = cases * len(config.models)
     judge_in = (_tokens(JUDGE_PROMPT_CHARS + mean_question + TOOL_OUTPUT_CHARS[0]) * judged,
                 _tokens(JUDGE_PROMPT_CHARS + mean_question + TOOL_OUTPUT_CHARS[1]
@@ -146,15 +147,21 @@ def estimate_config(config: ExperimentConfig, question_ids: tuple[str, ...] | No
     low_usd, high_usd = (None if u is None else u * factor for u in (
         _usd(price, judge_in[0], judge_out[0]), _usd(price, judge_in[1], judge_out[1])))
     out.append(CostEstimate(f"judge {config.judge.name}", judged, (1, 1), judge_in, judge_out,
-                            None if low_usd is None else (low_usd, high_usd), where))
+                            _usd_range(low_usd, high_usd), where))
     return out
+
+
+def _usd_range(low: float | None, high: float | None) -> tuple[float, float] | None:
+    """Both ends, or None when the price is unknown (then both are None)."""
+    return None if low is None or high is None else (low, high)
 
 
 def total(estimates: list[CostEstimate]) -> tuple[float, float] | None:
     """The whole run's range (None when any part has no price)."""
-    if any(e.usd is None for e in estimates):
+    known = [e.usd for e in estimates if e.usd is not None]
+    if len(known) < len(estimates):
         return None
-    return (sum(e.usd[0] for e in estimates), sum(e.usd[1] for e in estimates))
+    return (sum(u[0] for u in known), sum(u[1] for u in known))
 
 
 def estimate_text(estimates: list[CostEstimate]) -> str:

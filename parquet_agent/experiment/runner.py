@@ -385,7 +385,7 @@ def _run_case(run: Any, plan: CasePlan, agent: Agent, judge: Judge, reader: Tool
         if outcome.status == "failed" and outcome.retryable:
             journal.append(CaseFailed("ModelCallError", outcome.error or outcome.reason, True))
             return outcome.cost_usd
-        judge_cost = 0.0
+        judge_cost: float | None = 0.0
         if outcome.answer is not None:
             judge_cost = _judge_case(sink, journal, judge, reader, questions, question_id, cid,
                                      outcome, replay.judgment, plan.config.judge.batch)

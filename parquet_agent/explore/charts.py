@@ -162,7 +162,8 @@ def cost_vs_correctness(runs: Any) -> go.Figure:
     with an attempt of unknown cost are left out of the cost, and the hover and title say so."""
     s = _summaries(_runs(runs))
     fig = go.Figure()
-    unknown, unpriced, known = 0, [], []
+    unknown, unpriced, known = 0, list[str](), list[float]()
+    row: Any  # a summary row: itertuples' fields are the summary's columns, typed per column
     for row in s.itertuples():
         cost = row.cost_usd_known / row.cases if row.cases else float("nan")
         if row.cases and row.cases_with_unknown_cost >= row.cases and not row.cost_usd_known:

@@ -11,12 +11,12 @@ opens run folders and draws (`charts.comparison_deltas`, `charts.comparison_chan
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
 import plotly.graph_objects as go
 
-from parquet_agent.explore import charts
 from parquet_agent.analysis import compare
 from parquet_agent.analysis.compare import (
     ALL_CELLS,
@@ -27,6 +27,7 @@ from parquet_agent.analysis.compare import (
     mcnemar,
 )
 from parquet_agent.experiment.run import open_experiment
+from parquet_agent.explore import charts
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class ChartedComparison(RunComparison):
         return charts.comparison_changes(self)
 
     def to_html(self, *, include_charts: bool = False, include_plotlyjs: bool = False,
-                figures: tuple[str, ...] = ()) -> str:
+                figures: Sequence[str] = ()) -> str:
         """`RunComparison.to_html`; with `include_charts`, the two figures close the section
         (plotly.js inlined only when `include_plotlyjs`; a page that already loaded it passes
         False)."""
