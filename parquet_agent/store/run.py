@@ -34,7 +34,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from parquet_agent.errors import ResumeRefusedError, RunError, UsageError
 from parquet_agent.files import WriterLock
@@ -143,7 +143,7 @@ class Run:
     def __repr__(self) -> str:
         return f"Run({str(self.dir)!r})"
 
-    def __enter__(self) -> Run:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
