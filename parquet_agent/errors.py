@@ -16,6 +16,8 @@
     │   ├── MachineFault              the machine stopped the run: disk full, read-only folder,
     │   │                             permission denied, a vanished file (resume once fixed)
     │   ├── ResumeRefusedError        code, config or corpus changed since the run was frozen
+    │   ├── RawBodyMissingError       a raw body a journal refers to is not in the raw store
+    │   │                             (damaged, cut, truncated or deleted); also a KeyError
     │   └── HealthCheckError          a model failed its health call: the run stopped before
     │                                 any case (`--keep-going` runs anyway)
     ├── ExportError                   a run folder the exporter cannot read
@@ -93,6 +95,14 @@ class ScriptExhaustedError(ModelError):
 
 class RunError(ParquetAgentError):
     """A run folder that cannot be started or resumed as asked."""
+
+
+class RawBodyMissingError(RunError, KeyError):
+    """A raw body is not in the run's raw store (a damaged, cut, truncated or deleted pack): a
+    named problem of the run folder, and a KeyError for callers that look bodies up by name."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
 
 
 class MachineFault(RunError):

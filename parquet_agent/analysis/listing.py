@@ -17,7 +17,7 @@ from parquet_agent.analysis.fold import fold_run
 from parquet_agent.analysis.frames import LEDGER_COLUMNS, ledger_frame
 from parquet_agent.analysis.status import run_status
 from parquet_agent.errors import RunError
-from parquet_agent.store.run import Run
+from parquet_agent.store.run import MANIFEST, Run
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,14 +29,17 @@ LIST_COLUMNS = ["run_id", "kind", "name", "created_at", "status", "planned_cases
 
 def experiment_row(run: Run) -> dict[str, Any]:
     """One experiment's row of the runs listing (`status` says "damaged: ..." for a damaged
-    journal, which is listed, never raised)."""
+    journal, "broken: ..." for a manifest that does not read: listed, never raised)."""
     row: dict[str, Any] = {"run_id": run.run_id, "kind": "experiment", "name": None,
                            "created_at": None}
     try:
         m = run.manifest
         row.update(name=m["config"]["name"], created_at=m.get("created_at"))
-    except RunError:
-        pass
+    except RunError as exc:
+        if (run.dir / MANIFEST).exists():  # there but unreadable: not a run aborted before it
+            return row | {"status": f"broken: {exc}"}
+    except (KeyError, TypeError):
+        return row | {"status": "broken: manifest.json is not an experiment's (no config name)"}
     try:
         fold = fold_run(run)
         figures = fold.figures | fold.activity()

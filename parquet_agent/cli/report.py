@@ -117,6 +117,7 @@ def _export_audit(run_dir: Path) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     from parquet_agent.explore.runs import RunStore
+    from parquet_agent.store import kind_of
 
     run_dir = args.run_dir.resolve()
     if not (run_dir / "manifest.json").is_file():
@@ -124,15 +125,16 @@ def _verify(args: argparse.Namespace) -> int:
                          "that `parquet-agent run` or `parquet-agent audit run` printed")
     run = RunStore(run_dir.parent).open(run_dir)
     report = run.verify()
+    kind = kind_of(run_dir) or "unreadable"  # a manifest that does not read is a problem
     for line in report.torn_lines:
         print(f"note: {terminal(line)}")
     for line in report.notes:
         print(f"note: {terminal(line)}")
     if report.ok:
-        print(f"{run.kind} run {run.run_id} verified: manifest, {report.bodies_checked} raw "
+        print(f"{kind} run {run.run_id} verified: manifest, {report.bodies_checked} raw "
               "bodies and every journal line intact")
         return 0
-    print(f"{run.kind} run {run.run_id}: {len(report.problems)} damaged or edited record(s):",
+    print(f"{kind} run {run.run_id}: {len(report.problems)} damaged or edited record(s):",
           file=sys.stderr)
     for problem in report.problems:
         print(f"  - {terminal(problem)}", file=sys.stderr)

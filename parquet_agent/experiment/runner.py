@@ -191,7 +191,9 @@ class Experiment:
         if resume:
             run = open_experiment(run_dir, writable=True)
             try:
-                return run, run.check_resume(frozen, config.to_dict())
+                allowed = run.check_resume(frozen, config.to_dict())
+                run.record_commitments()  # what a crash left between a case and its record
+                return run, allowed
             except BaseException:
                 run.close()
                 raise

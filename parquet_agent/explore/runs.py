@@ -11,20 +11,36 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from parquet_agent.analysis.listing import (LIST_COLUMNS, experiment_row, ledger_totals,
                                             runs_ledger)
 from parquet_agent.audit.run import AuditRun
+from parquet_agent.errors import ParquetAgentError
 from parquet_agent.experiment.run import ExperimentRun
 from parquet_agent.store.run import Run
+from parquet_agent.store.runstore import RunEntry, kind_of
 from parquet_agent.store.runstore import RunStore as CoreRunStore
-from parquet_agent.store.runstore import kind_of
 
 if TYPE_CHECKING:
     import pandas as pd
 
 RUN_TYPES: dict[str, type[Run]] = {"experiment": ExperimentRun, "audit": AuditRun}
+
+
+def _row(entry: RunEntry) -> dict[str, Any]:
+    """One run's row of the listing; a folder that cannot be read is listed as broken (one
+    broken folder never hides the others)."""
+    try:
+        if entry.kind == "audit":
+            return AuditRun(entry.path).listing_row()
+        if entry.kind in ("experiment", None):
+            return experiment_row(ExperimentRun(entry.path))
+        return {"run_id": entry.run_id, "kind": entry.kind,
+                "status": f"unknown kind {entry.kind!r}"}
+    except Exception as exc:  # noqa: BLE001 - listed, never raised: `verify` says more
+        what = str(exc) if isinstance(exc, ParquetAgentError) else f"{type(exc).__name__}: {exc}"
+        return {"run_id": entry.run_id, "kind": entry.kind, "status": f"broken: {what}"[:300]}
 
 
 _COUNTS = ("planned_cases", "complete", "incomplete", "failed", "unfinished", "cases_finished",
@@ -52,15 +68,7 @@ class RunStore(CoreRunStore):
         findings), attempts and cost (NaN: unknown, never 0)."""
         import pandas as pd
 
-        rows = []
-        for entry in self.entries():
-            if entry.kind == "audit":
-                rows.append(AuditRun(entry.path).listing_row())
-            elif entry.kind in ("experiment", None):
-                rows.append(experiment_row(ExperimentRun(entry.path)))
-            else:
-                rows.append({"run_id": entry.run_id, "kind": entry.kind,
-                             "status": f"unknown kind {entry.kind!r}"})
+        rows = [_row(entry) for entry in self.entries()]
         frame = pd.DataFrame(rows, columns=[*LIST_COLUMNS, "findings"])
         # counts stay whole numbers beside the other kind's missing ones (not 228.0 and NaN)
         return frame.astype({c: "Int64" for c in _COUNTS})

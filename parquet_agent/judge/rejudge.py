@@ -169,14 +169,16 @@ def rejudge(run: Run, judge: Judge, *, cases: Iterable[str] | None = None, repea
     if not info.exists():
         atomic_write_bytes(info, json.dumps({
             "schema_version": SCHEMA_VERSION, "judging": jid, "run_id": run.run_id,
-            "judge": judge.provenance(), "batch": batch, "created_at": utc_now()},
-            indent=1).encode())
+            "judge": judge.provenance(), "batch": batch, "created_at": utc_now(),
+            "committed": True}, indent=1).encode())  # the run journal commits to its journal
     journal = Journal(folder / f"{jid}.jsonl")
     try:
         return _judge_cases(run, judge, jid, journal, cases, repeat, batch, primary, polling,
                             progress or (lambda done, total, what: None))
     finally:
         journal.close()
+        # the run journal commits to this judging's final chain (store.integrity)
+        run.record_commitments(only=f"{JUDGMENTS_DIR}/{jid}")
 
 
 def _judge_cases(run, judge, jid, journal, cases, repeat, batch, primary, polling, progress):

@@ -42,9 +42,11 @@ body reads as written (those reusing its chunks and the case's later records inc
 `verify()` names the record as repaired; the file stays as found. More damage stays local where
 the format allows: a record failing its CRC is marked damaged and the scan goes on (its recipe
 still names it); a record whose recipe is lost is skipped by its lengths; after unreadable
-header bytes the scan finds the next whole record. What cannot be read is what depends on the
-damaged bytes: bodies reusing its chunks, the case's later records (their compression window
-starts from it). `verify()` names each such body; every other body reads.
+header bytes the scan finds the next whole record; a record referring to a record or chunk not
+before it (records cut out or moved) is marked damaged. What cannot be read is what depends on
+the damaged bytes: bodies reusing its chunks, the case's later records (their compression
+window starts from it). `verify()` names each; every other body reads; a body not there at all
+is a `RawBodyMissingError` (a RunError).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from parquet_agent.errors import RunError
+from parquet_agent.errors import RawBodyMissingError, RunError
 from parquet_agent.files import DurableAppender, fsync_dir, truncate_torn_tail
 from parquet_agent.store.packformat import (  # noqa: F401  (split_chunks, RAW_DIR: public)
     CODEC_DEFLATE,
@@ -67,6 +69,7 @@ from parquet_agent.store.packformat import (  # noqa: F401  (split_chunks, RAW_D
     META_PREFIX,
     RAW_DIR,
     WINDOW,
+    RawStats,
     chunk_digest,
     compact_numbers,
     deflate_dictionary,
@@ -76,6 +79,7 @@ from parquet_agent.store.packformat import (  # noqa: F401  (split_chunks, RAW_D
     next_record,
     parse_meta,
     record_meta,
+    refers_ahead,
     repair_record,
     split_chunks,
     starts_record,
@@ -93,16 +97,6 @@ class _Record:
     codec: int
     prev: int | None  # previous record of the same group
     new_length: int  # decoded length
-
-
-@dataclass(frozen=True)
-class RawStats:
-    """Sizes of a raw store: `logical_bytes` written by callers vs `stored_bytes` on disk."""
-
-    bodies: int
-    chunks: int
-    logical_bytes: int
-    stored_bytes: int
 
 
 class _Pack:
@@ -225,6 +219,12 @@ class _Pack:
 
     def _add(self, meta: dict, data_offset: int, data_length: int) -> int:
         number = len(self.records)
+        ahead = refers_ahead(meta, number, len(self.chunks))  # records cut out or moved
+        if ahead:  # it and what depends on it do not read
+            self.problems.append(f"{self.path.name}: record {number} ({RAW_DIR}/{meta['n']}) "
+                                 + ahead)
+            self.damaged.add(number)
+            meta = {**meta, "p": None}
         if meta["n"].startswith("/") and meta.get("p") is not None:
             meta["n"] = self.group_of[meta["p"]] + meta["n"]
         lengths = meta.get("l", [])
@@ -396,7 +396,7 @@ class RawStore:
             with self._lock:
                 pack.scan()  # a writer in another process may have added it since
         if name not in pack.recipes:
-            raise KeyError(f"{path}: no such raw body in {self.dir}")
+            raise RawBodyMissingError(f"{path}: no such raw body in {self.dir}; see Run.verify()")
         return pack, pack.recipes[name]
 
     def read(self, path: str) -> bytes:

@@ -7,9 +7,10 @@
 Two things: a `ToolCallEvent` whose `model_text` + `output` exceed `OFFLOAD_CHARS` is stored as
 a raw body (`<case>/turn-NN.tool-<call>.json`, compressed against the requests that repeat
 it) and the event keeps its path in `offloaded`; and after a `CaseFinished` the journal is
-sealed (gzip) and the run journal records the case's line count and chain head
-(`CaseSealed`), which `Run.verify` checks. `resolve_offloaded` undoes the offloading when
-reading.
+sealed (gzip), the run journal having first recorded the case's line count and chain head
+(`CaseSealed`), which `Run.verify` checks both ways (`store.integrity`); anything appended to a
+finished case later (a batch judgment) is recorded and sealed again, so the record covers every
+line. `resolve_offloaded` undoes the offloading when reading.
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ from typing import Any
 
 from parquet_agent.store.blobs import RawStore
 from parquet_agent.store.journal import RUN_JOURNAL, Journal
-from parquet_agent.transcript import CaseFinished, CaseSealed, Event, ToolCallEvent
+from parquet_agent.transcript import (
+    CaseFinished,
+    CaseSealed,
+    CaseStarted,
+    Event,
+    ToolCallEvent,
+)
 
 OFFLOAD_CHARS = 1024  # tool texts longer than this go to the raw store
 
@@ -50,12 +57,20 @@ class CaseJournal:
     def append_many(self, payloads: list[Any]) -> list[Event]:
         """Append events with one durable write (see `Journal.append_many`)."""
         payloads = [self._offload(p) for p in payloads]
+        restarts = any(isinstance(p, CaseStarted) for p in payloads)  # a retried case
+        # an append to a finished case that does not start it again (a batch judgment)
+        again = self.journal.was_sealed and not restarts
         events = self.journal.append_many(payloads)
-        if any(isinstance(p, CaseFinished) for p in payloads):
+        if restarts:
+            self.journal.was_sealed = False
+        if self.case_id != RUN_JOURNAL and (
+                again or any(isinstance(p, CaseFinished) for p in payloads)):
+            # the run journal commits to the case's final chain before the journal is sealed:
+            # a crash between the two leaves a plain journal, which a resume commits to; a
+            # sealed one without its commitment is never ours (store.integrity)
+            self._run_journal().append(CaseSealed(self.case_id, self.journal.lines,
+                                                  self.journal.head))
             self.journal.seal()
-            if self.case_id != RUN_JOURNAL:  # the run's own journal commits to the case's chain
-                self._run_journal().append(CaseSealed(self.case_id, self.journal.lines,
-                                                      self.journal.head))
         return events
 
     def _offload(self, payload: Any) -> Any:

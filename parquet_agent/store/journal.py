@@ -291,6 +291,7 @@ class Journal:
 
     def _open(self) -> None:
         sealed = sealed_path(self.path)
+        self.was_sealed = sealed.exists()  # an append to a finished case seals it again
         if sealed.exists():
             if not self.path.exists():
                 atomic_write_bytes(self.path, unseal(sealed.read_bytes())[0])
@@ -351,6 +352,7 @@ class Journal:
             self._out = None
             data = self.path.read_bytes()
             atomic_write_bytes(sealed_path(self.path), seal(data))
+            self.was_sealed = True
             # no fsync after the unlink: if it is lost in a crash, both files exist and the
             # plain one wins, with the same lines
             self.path.unlink()

@@ -142,6 +142,9 @@ def read_manifest(path: Path) -> tuple[Any, str | None]:
     raw = path.read_bytes()
     try:
         manifest, problem = json.loads(raw), None
+    except RecursionError:  # no flipped bit makes 100,000 '[' a manifest: do not try them all
+        raise ValueError(f"{path.name} is not a manifest: its JSON nests too deeply to read") \
+            from None
     except ValueError as exc:  # a flip that broke the JSON: try each bit of the file
         manifest, problem = None, exc
     else:
@@ -152,7 +155,7 @@ def read_manifest(path: Path) -> tuple[Any, str | None]:
     for bit in range(8 * len(raw)) if fixed is None else ():
         try:
             candidate = json.loads(flip_bit(raw, bit))
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(candidate, dict) and candidate.get("manifest_hash") == manifest_hash(
                 candidate):

@@ -11,6 +11,7 @@ import json
 import re
 import struct
 import zlib
+from dataclasses import dataclass
 
 from parquet_agent.store.bitflip import flip_bit, locate_flip
 
@@ -90,15 +91,51 @@ def expand_numbers(refs: list) -> list[int]:
     return out
 
 
+@dataclass(frozen=True)
+class RawStats:
+    """Sizes of a raw store: `logical_bytes` written by callers vs `stored_bytes` on disk."""
+
+    bodies: int
+    chunks: int
+    logical_bytes: int
+    stored_bytes: int
+
+
 def parse_meta(raw: bytes) -> dict | None:
     """A record's recipe, or None when it does not read as one."""
     try:
         meta = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(meta, dict) or not isinstance(meta.get("n"), str) or "c" not in meta:
         return None
+    if not (_numbers(meta["c"]) and _naturals(meta.get("l", []))
+            and (meta.get("p") is None or _naturals([meta["p"]]))):
+        return None  # a recipe whose numbers are not numbers: not one we wrote
     return meta
+
+
+def _naturals(values: object) -> bool:
+    return isinstance(values, list) and all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values)
+
+
+def _numbers(refs: object) -> bool:
+    """Whether `refs` is a recipe's chunk list: numbers and [first, last] ranges."""
+    return isinstance(refs, list) and all(
+        _naturals([r]) or (_naturals(r) and len(r) == 2 and r[0] <= r[1]) for r in refs)
+
+
+def refers_ahead(meta: dict, number: int, chunks: int) -> str | None:
+    """What record `number`'s recipe refers to that is not before it (None: nothing), `chunks`
+    chunks being known before it: a writer only ever refers back."""
+    prev = meta.get("p")
+    if prev is not None and prev >= number:
+        return f"continues record {prev}, not before it (records cut out or moved)"
+    refs = expand_numbers(meta["c"])
+    if refs and max(refs) >= chunks + len(meta.get("l", [])):
+        return f"refers to chunk {max(refs)}, not before it (records cut out or moved)"
+    return None
 
 
 def record_meta(data: bytes, pos: int) -> bytes:

@@ -44,20 +44,16 @@ from parquet_agent.store.casejournal import (
     check_case_id,
     resolve_offloaded,
 )
+from parquet_agent.store.integrity import (
+    Journals,
+    check_journals,
+    judging_journals,
+    uncommitted,
+)
 from parquet_agent.store.journal import RUN_JOURNAL, Journal, JournalRead, read_journal
 from parquet_agent.store.manifest import compare_frozen, manifest_hash, read_manifest
 from parquet_agent.store.unclaimed import unclaimed_exchanges
-from parquet_agent.transcript import (
-    CaseFinished,
-    CaseReplay,
-    CaseSealed,
-    Event,
-    EventFamily,
-    Judgment,
-    ModelAttempt,
-    ModelTurn,
-    ToolCallEvent,
-)
+from parquet_agent.transcript import CaseFinished, CaseReplay, Event, EventFamily
 
 MANIFEST = "manifest.json"
 JOURNAL_DIR = "journal"
@@ -90,33 +86,6 @@ def _file_state(path: Path) -> tuple[int, ...]:
     return tuple(state)
 
 
-def _sealed_heads(run_journal: Any) -> dict[str, tuple[int, str]]:
-    """Case id -> (line count, chain head) of the last `case_sealed` in the run journal."""
-    heads: dict[str, tuple[int, str]] = {}
-    for event in (run_journal.events if run_journal is not None else ()):
-        p = event.payload
-        if isinstance(p, CaseSealed):
-            heads[p.case_id] = (p.lines, p.head)
-    return heads
-
-
-def _raw_refs(events: tuple[Event, ...]) -> list[tuple[int, str]]:
-    """(seq, raw path) of every raw file an event refers to."""
-    refs = []
-    for e in events:
-        p = e.payload
-        if isinstance(p, ModelAttempt):  # judge attempts too
-            values = [p.attempt.request_path, p.attempt.response_path]
-        elif isinstance(p, (ModelTurn, Judgment)):
-            values = [p.request_path, p.response_path]
-        elif isinstance(p, ToolCallEvent):
-            values = [p.offloaded]
-        else:
-            continue
-        refs += [(e.seq, v) for v in values if isinstance(v, str) and v]
-    return refs
-
-
 class Run:
     """A run folder. Construct through `RunStore`; see the module docstring."""
 
@@ -134,6 +103,7 @@ class Run:
         self._guard = threading.Lock()
         self._manifest: dict[str, Any] | None = None
         self._manifest_repaired: str | None = None  # read_manifest's note
+        self._journal_notes: list[str] = []  # what the last verify() could not check
         # journals read by a read-only Run, by file state: an export reads every journal three
         # times (verify, the fold, the provenance's chain heads) and decodes it once
         self._reads: dict[Path, tuple[tuple[int, ...], JournalRead]] = {}
@@ -168,7 +138,15 @@ class Run:
             if not path.exists():
                 raise RunError(f"{self.dir}: no {MANIFEST}; the run was aborted before its "
                                "inputs were frozen. Start a new run folder.")
-            self._manifest, self._manifest_repaired = read_manifest(path)
+            try:
+                manifest, self._manifest_repaired = read_manifest(path)
+            except ValueError as exc:
+                raise RunError(f"{path}: does not read as a manifest ({exc}); restore it from "
+                               "a copy") from None
+            if not isinstance(manifest, dict):
+                raise RunError(f"{path}: does not read as a manifest (JSON "
+                               f"{type(manifest).__name__}, not an object); restore it from a copy")
+            self._manifest = manifest
         return self._manifest
 
     @property
@@ -304,12 +282,14 @@ class Run:
 
     def verify(self) -> VerifyReport:
         """Every problem of the run folder as a list, never an exception: the manifest hash,
-        every raw body against its hash, every journal line against its chain, each case's
-        chain head against the one the run journal recorded when the case was sealed, and
-        every raw path a journal refers to. Each problem names its file and record."""
+        every raw body against its hash, every journal line against its chain, the run
+        journal's commitments both ways (each committed journal there and carrying the chain
+        head recorded, each finished journal committed: `store.integrity`), and every raw path
+        a journal refers to. Each problem names its file and record."""
         problems: list[str] = []
         torn: list[str] = []
         bodies = 0
+        self._journal_notes = []
         for check in (self._verify_manifest, self._verify_raw, self._verify_journals):
             try:
                 found_problems, found_torn, found_bodies = check()
@@ -321,7 +301,7 @@ class Run:
             torn += found_torn
             bodies += found_bodies
         return VerifyReport(not problems, tuple(problems), tuple(torn), bodies,
-                            tuple(self.verify_notes()))
+                            tuple(self.verify_notes() + self._journal_notes))
 
     def verify_notes(self) -> list[str]:
         """What `verify` could not check, in words (a kind of run with older folders says)."""
@@ -344,36 +324,29 @@ class Run:
         return reader.verify(), reader.torn_tails(), reader.stats().bodies
 
     def _verify_journals(self) -> tuple[list[str], list[str], int]:
-        problems: list[str] = []
-        torn: list[str] = []
         stored = set(RawStore(self.dir, writable=False).names())
-        paths = self.journal_paths()
-        reads = {cid: read_journal(path, family=self.JOURNAL_FAMILIES[cid])
+        found = check_journals(self._journals_read(), stored)
+        self._journal_notes = found.notes
+        return found.problems, found.torn, 0
+
+    def _journals_read(self) -> Journals:
+        """Every journal of the folder as read: the case journals (the run journal and a
+        kind's own ones read with their family) and the judgings' (`store.integrity`)."""
+        cases = {cid: read_journal(path, family=self.JOURNAL_FAMILIES[cid])
                  if cid in self.JOURNAL_FAMILIES else self.journal_read(path)
-                 for cid, path in paths.items()}
-        sealed = _sealed_heads(reads.get(RUN_JOURNAL))
-        for cid, result in reads.items():
-            name = paths[cid].name
-            problems += result.damaged
-            for seq, ref in _raw_refs(result.events):
-                if ref not in stored:
-                    problems.append(f"{name}: event {seq} refers to {ref}, which is not in "
-                                    "the raw store")
-            if result.torn:
-                torn.append(f"{name}: torn last line (interrupted write), ignored")
-            seqs = [e.seq for e in result.events]
-            if not result.damaged and seqs != list(range(len(seqs))):
-                problems.append(f"{name}: event sequence numbers are not 0..{len(seqs) - 1} "
-                                "(lines removed, reordered or inserted)")
-            recorded = sealed.get(cid)
-            if recorded is not None:
-                lines, head = recorded
-                actual = result.chains[lines - 1] if 0 < lines <= len(result.chains) else None
-                if actual != head:
-                    problems.append(f"{name}: line {lines} does not carry the chain head the run "
-                                    "journal recorded when the case was sealed: the journal was "
-                                    "rewritten, cut or replaced")
-        return problems, torn, 0
+                 for cid, path in self.journal_paths().items()}
+        paths, committed = judging_journals(self.dir)
+        judgings = {name: self.journal_read(path) for name, path in paths.items()}
+        return Journals(cases, judgings, committed, frozenset(self.JOURNAL_FAMILIES))
+
+    def record_commitments(self, only: str | None = None) -> int:
+        """Append the `case_sealed` records a crash left out (a journal finished, its record
+        not written yet; `store.integrity.uncommitted`), of every journal or `only` the one
+        named; return how many. A resume calls it, and a judging for its own journal."""
+        missing = uncommitted(self._journals_read(), only=only)
+        if missing:
+            self.run_journal().append_many(list(missing))
+        return len(missing)
 
     def close(self) -> None:
         """Close its journals and raw store and release the writer lock (a `with` block does)."""

@@ -50,7 +50,7 @@ def kind_of(run_dir: Path) -> str | None:
     """The kind a run folder's manifest declares (an experiment's before kinds existed)."""
     try:
         manifest = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # not a manifest: the run opens as broken
         return None
     return str(manifest.get("kind", "experiment")) if isinstance(manifest, dict) else None
 

@@ -58,6 +58,7 @@ def _strict_judge(body: dict) -> FakeReply:
 
 def test_rejudging_appends_judgments_and_changes_nothing_recorded(demo_run, tmp_path):
     journals = _hashes(demo_run / "journal")
+    run_journal = (demo_run / "journal" / "_run.jsonl").read_bytes()
     with RunStore(demo_run.parent).open(demo_run) as run:
         before = run.summary()
         own = run.fold().cases
@@ -70,7 +71,13 @@ def test_rejudging_appends_judgments_and_changes_nothing_recorded(demo_run, tmp_
             result = run.rejudge(Judge(model))
     cases = [c.case_id for c in own if c.answer is not None]
     assert sorted(j.split("#")[0] for j in result.judged) == sorted(cases)
-    assert _hashes(demo_run / "journal") == journals  # byte for byte
+    after = _hashes(demo_run / "journal")
+    # the case journals byte for byte; the run journal only gains the judging's commitment
+    assert {k: v for k, v in after.items() if k != "_run.jsonl"} == {
+        k: v for k, v in journals.items() if k != "_run.jsonl"}
+    grown = (demo_run / "journal" / "_run.jsonl").read_bytes()
+    assert grown.startswith(run_journal) and grown[len(run_journal):].count(b"\n") == 1
+    assert f'"case_id":"judgments/{result.judging}"'.encode() in grown[len(run_journal):]
     with RunStore(demo_run.parent).open(demo_run) as run:
         assert run.summary().equals(before)  # the config's judge stays primary
         rejudged = run.summary(judge=result.judging)

@@ -273,11 +273,14 @@ def test_large_tool_texts_are_offloaded_and_finished_journals_sealed(tmp_path):
     assert (journal_dir / f"{case}.jsonl.gz").exists()
     assert run.completed_cases() == {case}
     assert run.cases_df().set_index("case_id").loc[case, "status"] == "complete"
-    # re-judging appends to a sealed journal: it is unsealed, appended, seq continuing
+    # a batch judgment appends to a sealed journal: it is unsealed, appended, seq continuing,
+    # and committed and sealed again (the run journal's record covers every line)
     j.append(Judgment(judge="judge", correctness=10.0, citation_support=None, rationale="r",
                       scored=True))
     assert [e.seq for e in run.case_events(case)] == [0, 1, 2, 3, 4]
-    assert (journal_dir / f"{case}.jsonl").exists() and run.verify().ok
+    assert (journal_dir / f"{case}.jsonl.gz").exists() and run.verify().ok
+    sealed = [e.payload for e in run.run_events() if e.event == "case_sealed"]
+    assert [(s.case_id, s.lines) for s in sealed] == [(case, 4), (case, 5)]
     run.close()
     assert RunStore(tmp_path).open("r1").replay(case).judgment.correctness == 10.0
 
