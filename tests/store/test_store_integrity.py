@@ -236,3 +236,55 @@ def test_a_run_from_before_commitments_verifies_and_says_so(tmp_path, version):
     run_dir = copy_run(src, tmp_path)
     report = RunStore(tmp_path).open(run_dir.name).verify()
     assert report.ok, report.problems
+
+
+def _rejudged(run_dir: Path) -> Path:
+    """The run re-judged by the rubric through the command: its judging's journal."""
+    done = _cli("judge", run_dir, "--judge", "rubric", "--no-export")
+    assert done.returncode == 0, _named(done)
+    journals = [p for p in (run_dir / "judgments").glob("*.jsonl")
+                if not p.name.endswith(".batches.jsonl")]
+    assert len(journals) == 1, journals
+    return journals[0]
+
+
+def test_a_forged_or_deleted_judging_is_named(run_dir):
+    journal = _rejudged(run_dir)
+    assert _cli("verify", run_dir).returncode == 0  # committed when the judging closed
+    records = [json.loads(line) for line in journal.read_bytes().splitlines()]
+    prev, out = "", []
+    for record in records:  # a forger who knows the framing rewrites every chain
+        record.pop("chain")
+        if record["event"] == "judgment":
+            record["correctness"] = 0.0 if record["correctness"] == 100.0 else 100.0
+        line, prev = frame_line(record, prev)
+        out.append(line + b"\n")
+    original = journal.read_bytes()
+    journal.write_bytes(b"".join(out))
+    done = _cli("verify", run_dir)
+    assert done.returncode == 1 and f"judgments/{journal.name}" in done.stderr, _named(done)
+    journal.write_bytes(original)
+    assert _cli("verify", run_dir).returncode == 0
+    journal.unlink()
+    done = _cli("verify", run_dir)
+    assert done.returncode == 1 and "missing" in done.stderr, _named(done)
+
+
+def test_a_crash_before_the_commitment_is_named_until_a_resume_records_it(run_dir):
+    from parquet_agent.explore.runs import RunStore
+
+    case = _last_sealed(run_dir)
+    sealed = run_dir / "journal" / f"{case}.jsonl.gz"
+    sealed.with_suffix("").write_bytes(unseal(sealed.read_bytes())[0])  # as a crash leaves it
+    sealed.unlink()
+    journal = run_dir / "journal" / "_run.jsonl"
+    lines = journal.read_bytes().splitlines(keepends=True)
+    journal.write_bytes(b"".join(lines[: next(i for i, line in enumerate(lines)
+                                               if case.encode() in line)]))
+    report = RunStore(run_dir.parent).open(run_dir.name).verify()
+    assert not report.ok and any(case in p and "resume records it" in p
+                                 for p in report.problems), report.problems
+    with RunStore(run_dir.parent).open(run_dir.name, writable=True) as run:
+        assert run.record_commitments() == 1  # what Experiment's resume calls first
+    report = RunStore(run_dir.parent).open(run_dir.name).verify()
+    assert report.ok, report.problems
