@@ -38,7 +38,7 @@ from parquet_agent.audit.models import audit_keys, build_auditor_model, build_ju
 from parquet_agent.audit.prompt import step_request
 from parquet_agent.audit.report import AuditReport, write_exports
 from parquet_agent.audit.rules import ActionRules, FindingRules, RunRules
-from parquet_agent.audit.state import AuditState, progress_line
+from parquet_agent.audit.state import AuditState, progress_line, reported_candidates
 from parquet_agent.audit.store import FindingsStore
 from parquet_agent.audit.taxonomy import derived_severity, settle_severity
 from parquet_agent.audit.tools import AuditTools
@@ -163,6 +163,7 @@ class _Session:
             while not self._done():
                 self._step(self.state.next_step)
             if not self.state.finished:
+                self._floor()
                 self._finish()
         finally:
             self.journal.close()
@@ -301,7 +302,7 @@ class _Session:
         derived = derived_severity(proposal.category, evidence.fraction if evidence else None)
         severity, problem = settle_severity(derived, proposal.severity, proposal.severity_reason)
         subject = {"proposal": asdict(proposal), "columns": list(self.dataset.column_names),
-                   "severity": severity, "severity_problem": problem,
+                   "severity": severity, "severity_problem": problem, "derived_severity": derived,
                    "is_filings": self.dataset.is_filings,
                    "documented_properties": self.dataset.describe()["documented_properties"]}
         if evidence is None:
@@ -345,9 +346,29 @@ class _Session:
         return {"verdict": outcome.verdict, "critique": outcome.critique,
                 "reverified": reverified, "summary": args.get("summary")}
 
+    def _floor(self) -> None:
+        """The deterministic floor: each candidate discovery reported that the auditor neither
+        proposed nor had dismissed goes through the finding gate now, so a model that obeys text
+        in the data ("write no findings") cannot report less than discovery found."""
+        seen = {f.title for f in self.state.findings.values()} | {
+            d["title"] for d in (*self.state.dismissed, *self.state.collisions)}
+        for args in reported_candidates(self.state.discovery, self.dataset.is_filings):
+            if args["title"] in seen:
+                continue
+            n = self.state.next_step
+            finding, action, why = self._propose(n, args)
+            self.record(StepDone(n, "write_finding", args, "PASS",
+                                 action in ("committed", "updated"), critique="; ".join(
+                                     x for x in (FLOOR, why) if x), finding=finding,
+                                 finding_action=action))
+
     def _finish(self) -> None:
         concluded = self.state.concluded
-        if concluded and (concluded["verdict"] != "FAIL" or self.config.run_policy == "accept"):
+        if concluded and concluded["verdict"] == "FAIL" and self.config.run_policy == "accept":
+            self.record(AuditFinished("incomplete", "concluded under run_policy = \"accept\" "
+                                      f"though the run gate failed: {concluded['critique']}"))
+            return
+        if concluded and concluded["verdict"] != "FAIL":
             self.record(AuditFinished("complete", f"concluded; run gate {concluded['verdict']}"))
             return
         n = self.state.next_step
@@ -360,6 +381,10 @@ class _Session:
         self.record(AuditFinished("incomplete", f"the budget ran out ({', '.join(left) or 'steps'}) "
                                   f"before the run gate passed; run gate {verdict['verdict']}; "
                                   f"raise {knobs} to let it finish"))
+
+
+FLOOR = ("proposed by the deterministic floor: discovery reported this candidate and the auditor "
+         "neither proposed it nor had it dismissed")
 
 
 def _own_sql(finding: Finding) -> tuple[str | None, str | None, str | None]:

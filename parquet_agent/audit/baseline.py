@@ -20,6 +20,7 @@ from typing import Any
 
 from parquet_agent.audit.prompt import state_of
 from parquet_agent.audit.taxonomy import CATEGORIES
+from parquet_agent.audit.state import reported_candidates
 from parquet_agent.models.protocol import ModelRequest, ModelResult, RawSink
 from parquet_agent.models.scripted import offline_complete, to_reply
 
@@ -90,9 +91,7 @@ class BaselineAuditor:
         filings = bool(state["dataset"].get("documented_properties"))
         discovery = state.get("discovery") or {}
         # what discovery found first: keys, references, dependencies (audit.discover)
-        out: list[dict[str, Any]] = [
-            c["arguments"] for c in discovery.get("candidates", []) if c["report"]
-            and not (filings and set(c["arguments"]["columns"]) <= {"md5", "parsed_md"})]
+        out = reported_candidates(discovery, filings)
         # a column that refers to another table's key is checked against it, not by frequency
         referring = {tuple(r["from"].split(".", 1)) for r in discovery.get("references", [])}
         views = _views_of(state["dataset"])

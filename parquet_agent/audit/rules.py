@@ -84,7 +84,8 @@ def _argument_problem(tool: str, args: dict[str, Any], columns: list[str]) -> st
 
 class FindingRules:
     """`subject`: {"proposal", "evidence" | "evidence_error", "columns", "severity",
-    "severity_problem", "is_filings"}."""
+    "severity_problem", "derived_severity", "is_filings"}. A severity below the one the evidence
+    gives is a WARN that says so (the reason is the auditor's, not checked against the data)."""
 
     def __call__(self, subject: dict[str, Any]) -> tuple[str, str]:
         if subject.get("evidence_error"):
@@ -106,6 +107,10 @@ class FindingRules:
         warnings = []
         if subject.get("severity_problem"):
             warnings.append(subject["severity_problem"] + f"; kept at {subject['severity']!r}")
+        elif subject.get("derived_severity", subject["severity"]) != subject["severity"]:
+            warnings.append(f"severity lowered from {subject['derived_severity']!r} (what the "
+                            f"evidence gives) to {subject['severity']!r} by the auditor's reason: "
+                            f"{proposal.get('severity_reason')!r}")
         if denominator and count == denominator and proposal["category"] != "schema_drift":
             warnings.append("it affects every row: is this a property of the data, not a defect?")
         if subject.get("is_filings") and proposal["category"] == "uniqueness" \

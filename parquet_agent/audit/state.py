@@ -33,6 +33,13 @@ SHOWN_QUERIES = 8
 SHOWN_QUERY_CHARS = 1500
 
 
+
+def reported_candidates(discovery: dict[str, Any] | None, filings: bool) -> list[dict[str, Any]]:
+    """The write_finding arguments of the candidates discovery reports (for the filings corpus
+    not those over md5/parsed_md alone: equal texts under two file_stems are documented)."""
+    return [c["arguments"] for c in (discovery or {}).get("candidates", []) if c["report"]
+            and not (filings and set(c["arguments"]["columns"]) <= {"md5", "parsed_md"})]
+
 @dataclass
 class AuditState:
     """Mutable on purpose: only `fold`/`apply` change it, one step at a time."""
@@ -91,10 +98,10 @@ class AuditState:
             self.apply(payload)
         elif isinstance(payload, AuditFinished):
             self.finished = payload
-        elif isinstance(payload, AuditResumed):
-            self.finished = None
             if getattr(payload, "unpriced_attempts", 0):
                 self.cost_known = False
+        elif isinstance(payload, AuditResumed):
+            self.finished = None
 
     @property
     def next_step(self) -> int:

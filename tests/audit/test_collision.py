@@ -14,12 +14,19 @@ from parquet_agent.models.scripted import ScriptedModel
 
 OTHERS = ["completeness", "uniqueness", "validity", "consistency", "referential", "volume",
           "coverage", "distribution_drift", "schema_drift"]
+COLUMNS = ["accession", "file_stem", "year", "month", "parsed_md", "char_count", "md5", "has_ocr",
+           "source_format"]
 
 
 def _script() -> list[dict]:
     finding = {"category": "range", "columns": ["month"], "title": "February rows",
                "rationale": "a test defect", "predicate": "month = 2"}
+    # every column profiled: the run gate passes, so each audit is complete and the first is
+    # the second's previous run
+    profile = [{"text": "profile", "tool_calls": [{"name": "get_stats", "arguments": {"column": c}}]}
+               for c in COLUMNS]
     return [{"text": "propose", "tool_calls": [{"name": "write_finding", "arguments": finding}]},
+            *profile,
             {"text": "stop", "tool_calls": [{"name": "conclude", "arguments": {
                 "summary": "done", "skipped": {c: "not in this test" for c in OTHERS}}}]}]
 
@@ -30,6 +37,7 @@ def test_a_key_held_by_another_fingerprint_is_reported_not_merged(filings_dir, t
     first = Auditor(config, model=ScriptedModel(_script()), store=store).run(
         filings_dir, run_dir=tmp_path / "a", lineage="L")
     (held,) = first.findings
+    assert first.status == "complete", first.reason
     # the seam: the stored finding becomes another defect under the same key
     with sqlite3.connect(store) as con:
         (data,) = con.execute("SELECT data FROM audit_findings WHERE key = ?", (held.key,)).fetchone()

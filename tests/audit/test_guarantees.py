@@ -66,7 +66,8 @@ def test_hostile_actions_stay_in_the_sandbox(filings_dir, tmp_path):
     assert third["finding_action"] == "dismissed" and report.findings == ()
     assert "evidence could not be computed" in report.dismissed[0]["dismissed_reason"]
     assert fourth["gate"] == "FAIL" and "exactly one tool call" in fourth["critique"]
-    assert report.status == "complete" and report.coverage["run_gate"] == "FAIL"
+    assert report.status == "incomplete" and report.coverage["run_gate"] == "FAIL"
+    assert "accept" in report.reason and "run gate failed" in report.reason
 
 
 def test_a_spent_budget_ends_the_run_as_incomplete(filings_dir, tmp_path):

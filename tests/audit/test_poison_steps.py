@@ -49,6 +49,7 @@ def _step(arguments: dict, tool: str = "write_finding") -> dict:
 
 
 def _audit(folder, run_dir, script, **kw):
+    # "accept" ends the run at the script's conclude; its run gate fails, so it is `incomplete`
     return Auditor(AuditConfig(run_policy="accept"), model=ScriptedModel(script),
                    store=run_dir.parent / "findings.sqlite").run(folder, run_dir=run_dir, **kw)
 
@@ -59,7 +60,7 @@ def test_evidence_outside_its_denominator_is_a_refused_step(filings_dir, tmp_pat
     model = ScriptedModel([*script, CONCLUDE])
     report = Auditor(AuditConfig(run_policy="accept"), model=model,
                      store=tmp_path / "f.sqlite").run(filings_dir, run_dir=tmp_path / "r")
-    assert report.status == "complete" and report.findings == ()
+    assert report.status == "incomplete" and report.findings == ()
     assert [s["finding_action"] for s in report.steps[:len(EVIDENCE)]] == ["dismissed"] * len(EVIDENCE)
     reasons = {d["title"]: d["dismissed_reason"] for d in report.dismissed}
     assert set(reasons) == set(EVIDENCE)
@@ -78,7 +79,7 @@ def test_wilson_never_raises_on_counts_an_older_journal_holds():
 def test_a_predicate_nested_past_pythons_recursion_limit_is_dismissed(filings_dir, tmp_path):
     report = _audit(filings_dir, tmp_path / "r", [_step(_finding("deep", predicate=NESTED)),
                                                   CONCLUDE])
-    assert report.status == "complete" and report.findings == ()
+    assert report.status == "incomplete" and report.findings == ()
     first = report.steps[0]
     assert first["finding_action"] == "dismissed"
     assert "evidence could not be computed" in report.dismissed[0]["dismissed_reason"]
@@ -101,7 +102,7 @@ def test_arguments_nested_900_deep_are_refused_before_they_are_journaled(filings
                                       timeout_s=10.0, price="list"), env={"KEY": "k"})
         report = Auditor(AuditConfig(run_policy="accept"), model=model,
                          store=tmp_path / "f.sqlite").run(filings_dir, run_dir=tmp_path / "r")
-    assert report.status == "complete"
+    assert report.status == "incomplete"
     first = report.steps[0]
     assert first["gate"] == "FAIL" and "nest more than 32 levels" in first["critique"]
     assert first["arguments"] == {}  # not journaled: encoding them recursed 900 deep
@@ -121,7 +122,7 @@ def test_a_resume_refuses_a_journaled_poison_step_instead_of_replaying_the_crash
     journal.append(StepModel(1, "poison", tool, arguments, None, {}, 0.0, []))
     journal.close()
     report = _audit(filings_dir, run_dir, [CONCLUDE], resume=True)
-    assert report.status == "complete" and report.findings == ()
+    assert report.status == "incomplete" and report.findings == ()
     first = report.steps[0]
     assert first["step"] == 1 and first["ok"] is False
     assert first["gate"] == "FAIL" or first["finding_action"] == "dismissed"
