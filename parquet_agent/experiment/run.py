@@ -24,6 +24,7 @@ from parquet_agent.analysis.fold import RunFold, all_case_ids, fold_run, planned
 from parquet_agent.analysis.frames import (attempts_frame, cases_frame, ledger_frame,
                                            run_figures, summary_frame, tool_calls_frame)
 from parquet_agent.analysis.judgments import judgings
+from parquet_agent.analysis.listing import experiment_row
 from parquet_agent.errors import UsageError
 from parquet_agent.experiment.config import ExperimentConfig
 from parquet_agent.judge import Judge
@@ -83,6 +84,10 @@ class ExperimentRun(Run):
         """Per model x strategy figures (see `analysis.frames.summary_frame`), with the
         judgments of `judge` (a judging id, "run"; default: the primary one)."""
         return summary_frame(self, seed=seed, fold=self.fold(judge=judge) if judge else None)
+
+    def listing_row(self) -> dict[str, Any]:
+        """Its row of `parquet-agent runs` (kind "experiment"; see `analysis.listing`)."""
+        return experiment_row(self)
 
     def run_figures(self) -> dict[str, Any]:
         """summary.json's `run` block (sessions, wall time, peak RSS, health checks, drift)."""

@@ -13,8 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from parquet_agent.analysis.listing import (LIST_COLUMNS, experiment_row, ledger_totals,
-                                            runs_ledger)
+from parquet_agent.analysis.listing import LIST_COLUMNS, ledger_totals, runs_ledger
 from parquet_agent.audit.run import AuditRun
 from parquet_agent.errors import ParquetAgentError
 from parquet_agent.experiment.run import ExperimentRun
@@ -25,19 +24,19 @@ from parquet_agent.store.runstore import RunStore as CoreRunStore
 if TYPE_CHECKING:
     import pandas as pd
 
-RUN_TYPES: dict[str, type[Run]] = {"experiment": ExperimentRun, "audit": AuditRun}
+RUN_TYPES: dict[str, type[ExperimentRun] | type[AuditRun]] = {"experiment": ExperimentRun,
+                                                               "audit": AuditRun}
 
 
 def _row(entry: RunEntry) -> dict[str, Any]:
     """One run's row of the listing; a folder that cannot be read is listed as broken (one
     broken folder never hides the others)."""
-    try:
-        if entry.kind == "audit":
-            return AuditRun(entry.path).listing_row()
-        if entry.kind in ("experiment", None):
-            return experiment_row(ExperimentRun(entry.path))
+    run_type = RUN_TYPES.get(entry.kind or "experiment")
+    if run_type is None:
         return {"run_id": entry.run_id, "kind": entry.kind,
                 "status": f"unknown kind {entry.kind!r}"}
+    try:
+        return run_type(entry.path).listing_row()
     except Exception as exc:  # noqa: BLE001 - listed, never raised: `verify` says more
         what = str(exc) if isinstance(exc, ParquetAgentError) else f"{type(exc).__name__}: {exc}"
         return {"run_id": entry.run_id, "kind": entry.kind, "status": f"broken: {what}"[:300]}
@@ -53,15 +52,10 @@ class RunStore(CoreRunStore):
     def __init__(self, runs_dir: str | Path):
         super().__init__(runs_dir, run_type=ExperimentRun)
 
-    def open(self, run: str | Path, *, writable: bool = False) -> Run:
-        """An existing run by id or path, opened as its kind (an experiment's when its
-        manifest is missing: a run aborted before it)."""
-        opened = super().open(run, writable=writable)
-        run_type = RUN_TYPES.get(kind_of(opened.dir) or "experiment", Run)
-        if isinstance(opened, run_type):
-            return opened
-        opened.close()
-        return run_type(opened.dir, writable=writable)
+    def type_of(self, run_dir: Path) -> type[Run]:
+        """An existing run opens as its kind (an experiment's when its manifest is missing:
+        a run aborted before it)."""
+        return RUN_TYPES.get(kind_of(run_dir) or "experiment", Run)
 
     def list(self) -> pd.DataFrame:
         """One row per run folder: id, kind, name, created, status, case counts (an audit's

@@ -123,7 +123,11 @@ class RunStore:
         if not run_dir.is_dir():
             known = ", ".join(self.run_ids()[-5:]) or "none"
             raise RunError(f"no run {str(run)!r} in {self.dir} (latest: {known})")
-        return self.run_type(run_dir, writable=writable)
+        return self.type_of(run_dir)(run_dir, writable=writable)
+
+    def type_of(self, run_dir: Path) -> type[Run]:
+        """The `Run` class an existing folder opens as (a store of many kinds picks by kind)."""
+        return self.run_type
 
     def run_ids(self) -> list[str]:
         """The run folders under this store's folder, sorted by name."""
