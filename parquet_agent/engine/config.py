@@ -7,6 +7,8 @@
     case_workers_per_node = 4     # cases in flight per node (API calls overlap)
     data_workers_per_node = 1     # data tools at once per node (its sandbox's gate)
     corpus = "/mnt/corpus"        # the corpus path on every node (default: the config's corpus)
+    allowed_nodes = ["head", "node-a"]  # the only nodes that get cases and keys (names or ids)
+    allow_unauthenticated = false # true: run on a cluster without token auth (docs/ray.md)
 
     [engine.corpus_by_node]       # or a path per node name (`ray start --node-name ...`)
     node-a = "/data/corpus"
@@ -26,12 +28,15 @@ from parquet_agent.errors import ConfigError
 
 ENGINE_KINDS = ("local", "ray")
 ENGINE_KEYS = ("kind", "address", "nodes", "case_workers_per_node", "data_workers_per_node",
-               "corpus", "corpus_by_node")
+               "corpus", "corpus_by_node", "allowed_nodes", "allow_unauthenticated")
 
 
 @dataclass(frozen=True)
 class EngineConfig:
-    """Where cases run. `corpus_by_node` maps a Ray node name to that node's corpus path."""
+    """Where cases run. `corpus_by_node` maps a Ray node name to that node's corpus path;
+    `allowed_nodes` (node names or ids; None: every alive node, with a warning) are the only
+    nodes given cases and credentials; `allow_unauthenticated` lets a run use a cluster that
+    does not enforce Ray's token authentication (refused otherwise)."""
 
     kind: str = "local"
     address: str = "auto"
@@ -40,6 +45,8 @@ class EngineConfig:
     data_workers_per_node: int = 1
     corpus: str | None = None
     corpus_by_node: tuple[tuple[str, str], ...] = ()
+    allowed_nodes: tuple[str, ...] | None = None
+    allow_unauthenticated: bool = False
     _where: str = field(default="[engine]", repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -63,6 +70,16 @@ class EngineConfig:
                 raise ConfigError(f"{w}.corpus_by_node: expected node name = path strings, "
                                   f"got {name!r} = {path!r}")
         object.__setattr__(self, "corpus_by_node", tuple(pairs))
+        if not isinstance(self.allow_unauthenticated, bool):
+            raise ConfigError(f"{w}.allow_unauthenticated: expected true or false, "
+                              f"got {self.allow_unauthenticated!r}")
+        if self.allowed_nodes is not None:
+            names = self.allowed_nodes
+            if (isinstance(names, str) or not isinstance(names, (list, tuple)) or not names
+                    or not all(isinstance(n, str) and n.strip() for n in names)):
+                raise ConfigError(f"{w}.allowed_nodes: expected a non-empty list of node names "
+                                  f"or ids, got {names!r}")
+            object.__setattr__(self, "allowed_nodes", tuple(names))
 
     @classmethod
     def parse(cls, data: Any, where: str = "[engine]") -> EngineConfig:
@@ -89,6 +106,10 @@ class EngineConfig:
             out["corpus"] = self.corpus
         if self.corpus_by_node:
             out["corpus_by_node"] = dict(self.corpus_by_node)
+        if self.allowed_nodes is not None:
+            out["allowed_nodes"] = list(self.allowed_nodes)
+        if self.allow_unauthenticated:
+            out["allow_unauthenticated"] = True
         return out
 
 

@@ -22,6 +22,12 @@ finished that case: it counts as done (at the cost its journal recorded), not lo
 is restarted by Ray once; if it comes back (its corpus checked again) it takes cases again,
 otherwise it is dropped.
 
+Before any node is used, the engine checks what protects the run (`engine.ray_guard`): a cluster
+that does not enforce Ray's token authentication is refused unless `[engine]
+allow_unauthenticated = true`, and only the nodes `[engine] allowed_nodes` names (all alive nodes
+when it is absent, with a warning) get an actor, cases and credentials; `describe()["protection"]`
+records both in the manifest.
+
 What stays on the driver: the run folder (manifest, journals, raw store, ledger, exports), the
 health checks, the corpus drift checks and the progress bar. Nodes get the config, questions and
 scopes (a `CasePlan`), and only the credentials the configured models name, in memory.
@@ -30,12 +36,15 @@ scopes (a `CasePlan`), and only the credentials the configured models name, in m
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from parquet_agent.engine import ray_guard
+from parquet_agent.engine.ray_guard import Protection
 from parquet_agent.engine.ray_node import NodeWorker
 from parquet_agent.engine.ray_store import DriverStore, Mailbox, summarise_ms
 from parquet_agent.errors import EngineError
@@ -75,9 +84,11 @@ def credentials(config: Any, env: Mapping[str, str] | None) -> dict[str, str]:
 
 class RayEngine:
     def __init__(self, ray: Any, config: Any, nodes: list[_Node], refused: list[dict],
-                 mailbox: Any, env: Mapping[str, str] | None, started_ray: bool):
+                 mailbox: Any, env: Mapping[str, str] | None, started_ray: bool,
+                 protection: Protection):
         self.ray, self.config, self.nodes, self.refused = ray, config, nodes, refused
         self.mailbox, self.env, self.started_ray = mailbox, env, started_ray
+        self.protection = protection
         self._store_figures: dict[str, Any] = {}
         self._wall_s = 0.0
 
@@ -99,7 +110,9 @@ class RayEngine:
                 raise EngineError(f"no Ray cluster at address {ec.address!r} ({exc}); start one "
                                   "with `ray start --head` (see docs/ray.md)") from exc
         try:
-            return cls._start_nodes(ray, config, snapshot, env, started)
+            auth = ray_guard.cluster_auth(ray)
+            ray_guard.check_auth(ec, auth)
+            return cls._start_nodes(ray, config, snapshot, env, started, auth)
         except BaseException:
             if started:
                 ray.shutdown()
@@ -107,16 +120,17 @@ class RayEngine:
 
     @classmethod
     def _start_nodes(cls, ray: Any, config: Any, snapshot: Any, env: Any,
-                     started: bool) -> RayEngine:
+                     started: bool, auth: str) -> RayEngine:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         ec = config.engine
         alive = sorted((n for n in ray.nodes() if n.get("Alive")),
                        key=lambda n: (n.get("NodeName", ""), n["NodeID"]))
-        if ec.nodes is not None and len(alive) < ec.nodes:
+        usable, excluded = ray_guard.allowed(alive, ec)
+        if ec.nodes is not None and len(usable) < ec.nodes:
             raise EngineError(f"[engine] nodes = {ec.nodes}, but the Ray cluster at "
-                              f"{ec.address!r} has {len(alive)} alive node(s)")
-        chosen = alive[: ec.nodes] if ec.nodes is not None else alive
+                              f"{ec.address!r} has {len(usable)} alive node(s) it may use")
+        chosen = usable[: ec.nodes] if ec.nodes is not None else usable
         here = ray.get_runtime_context().get_node_id()
         mailbox = ray.remote(Mailbox).options(
             num_cpus=0, max_concurrency=10_000,
@@ -149,7 +163,12 @@ class RayEngine:
             ray.kill(mailbox)
             reasons = "\n".join(f"  - {r['refused']}" for r in refused) or "  (no alive node)"
             raise EngineError(f"no Ray node can run this experiment:\n{reasons}")
-        return cls(ray, config, nodes, refused, mailbox, env, started)
+        used = tuple(f"{n.info['name']}/{n.info['node_id']}" for n in nodes)
+        protection = Protection(auth, ec.allowed_nodes, used,
+                                tuple(ray_guard.label(n) for n in excluded))
+        for warning in (v for k, v in protection.to_dict().items() if k.startswith("warning")):
+            print(f"parquet-agent: WARNING: {warning}", file=sys.stderr, flush=True)
+        return cls(ray, config, nodes, refused, mailbox, env, started, protection)
 
     def describe(self) -> dict[str, Any]:
         ec = self.config.engine
@@ -158,7 +177,7 @@ class RayEngine:
                 "data_workers_per_node": ec.data_workers_per_node,
                 "nodes": [{k: n.info.get(k) for k in ("name", "node_id", "corpus", "sandbox_mode")}
                           for n in self.nodes],
-                "refused": list(self.refused)}
+                "refused": list(self.refused), "protection": self.protection.to_dict()}
 
     def figures(self) -> dict[str, Any]:
         """Per-node throughput and the driver write round trip of the last `run_cases`."""

@@ -46,6 +46,24 @@ def test_the_engine_table_is_strict_and_local_configs_keep_their_hash():
         EngineConfig(kind="ray", nodes=True)
 
 
+def test_the_engine_table_names_its_allowed_nodes_and_the_auth_opt_out():
+    """Issue 24 item 1: typed, checked, and in the frozen config only when set."""
+    config = ExperimentConfig.from_dict(BASE | {"engine": {
+        "kind": "ray", "allowed_nodes": ["head", "gpu-a"], "allow_unauthenticated": True}})
+    assert config.engine.allowed_nodes == ("head", "gpu-a")
+    assert config.engine.allow_unauthenticated is True
+    frozen = config.to_dict()["engine"]
+    assert frozen["allowed_nodes"] == ["head", "gpu-a"] and frozen["allow_unauthenticated"]
+    default = EngineConfig(kind="ray")
+    assert default.allowed_nodes is None and default.allow_unauthenticated is False
+    assert "allowed_nodes" not in default.to_dict()
+    for bad in ("head", [], [""], [3]):
+        with pytest.raises(ConfigError, match=r"allowed_nodes: expected a non-empty list"):
+            EngineConfig(kind="ray", allowed_nodes=bad)
+    with pytest.raises(ConfigError, match=r"allow_unauthenticated: expected true or false"):
+        EngineConfig(kind="ray", allow_unauthenticated="yes")
+
+
 def _manifest(config, frozen):
     return build_manifest("r", "t", "experiment", experiment_fields(config, frozen))
 
