@@ -115,7 +115,7 @@ def main() -> None:
         local = _run(corpus, work, "local", args.latency, "", args.case_workers, args.questions)
         print(json.dumps({"local": local}, indent=1), flush=True)
         per_node = max(1, args.case_workers // 2)
-        with LocalRayCluster(2, names=["node-0", "node-1"]) as cluster:
+        with LocalRayCluster(2, names=["node-0", "node-1"]) as cluster, cluster.as_driver():
             engine = (f'[engine]\nkind = "ray"\naddress = "{cluster.address}"\n'
                       f"case_workers_per_node = {per_node}\ndata_workers_per_node = 1\n")
             ray_result = _run(corpus, work, "ray", args.latency, engine, args.case_workers,

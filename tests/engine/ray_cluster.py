@@ -1,11 +1,17 @@
 """A real Ray cluster on this machine for tests and benchmarks: a head and N-1 more node
 processes (`ray start --head --block`, `ray start --address ... --block`), each with 1 CPU and
 a small object store, under a private temp dir; `stop()` ends exactly the processes it started
-(the `ray start` processes and every process under that temp dir), even after a failure."""
+(the `ray start` processes and every process under that temp dir), even after a failure.
+
+With `auth=True` (the default, as docs/ray.md sets a cluster up) every node runs with Ray's
+token authentication: RAY_AUTH_MODE=token and RAY_AUTH_TOKEN_PATH naming a token file only its
+owner can read, in the cluster's private temp dir. `as_driver()` gives this process the same
+(a driver must hold the token to connect); `auth=False` starts a cluster anyone can join."""
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -13,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -29,14 +37,50 @@ def free_port() -> int:
 
 
 class LocalRayCluster:
-    def __init__(self, nodes: int = 2, cpus: int = 1, names: list[str] | None = None):
-        self.nodes, self.cpus = nodes, cpus
+    def __init__(self, nodes: int = 2, cpus: int = 1, names: list[str] | None = None,
+                 auth: bool = True):
+        self.nodes, self.cpus, self.auth = nodes, cpus, auth
         self.names = names or [f"node-{i}" for i in range(nodes)]
         # Ray's unix sockets live under the temp dir: keep its path short
         self.temp = tempfile.mkdtemp(prefix="rayt", dir="/tmp")
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
         self.procs: list[subprocess.Popen] = []
+        self.token_path = Path(self.temp) / "auth_token"
+        if auth:  # created 0600: only its owner reads it
+            fd = os.open(self.token_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_hex(32))
+
+    def client_env(self) -> dict[str, str]:
+        """The variables a process needs to join or drive this cluster."""
+        if self.auth:
+            return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(self.token_path)}
+        return {"RAY_AUTH_MODE": "disabled"}
+
+    def env(self) -> dict[str, str]:
+        base = {k: v for k, v in os.environ.items()
+                if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")}
+        return base | self.client_env() | {"RAY_USAGE_STATS_ENABLED": "0"}
+
+    @contextmanager
+    def as_driver(self) -> Iterator[None]:
+        """This process (and the processes it starts) drives the cluster with its token."""
+        saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN",
+                                                "RAY_AUTH_TOKEN_PATH")}
+        os.environ.pop("RAY_AUTH_TOKEN", None)
+        os.environ.pop("RAY_AUTH_TOKEN_PATH", None)
+        os.environ.update(self.client_env())
+        _reload_ray_auth()
+        try:
+            yield
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            _reload_ray_auth()
 
     def _ports(self) -> list[str]:
         return ["--dashboard-agent-listen-port", str(free_port()),
@@ -63,7 +107,7 @@ class LocalRayCluster:
 
     def _start_node(self, alive: int, argv: list[str], common: list[str]) -> None:
         """Start one node; retried: Ray gives a raylet 30 s to register, too little under load."""
-        env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+        env = self.env()
         name = argv[argv.index("--node-name") + 1]
         for attempt in range(START_ATTEMPTS):
             proc = self._spawn([*argv, *self._ports(), *common], env)
@@ -89,7 +133,7 @@ class LocalRayCluster:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             out = subprocess.run([sys.executable, "-c", _ALIVE, self.address],
-                                 capture_output=True, text=True)
+                                 capture_output=True, text=True, env=self.env())
             if out.returncode == 0 and out.stdout.strip().isdigit() and int(out.stdout) >= n:
                 return
             if proc.poll() is not None:
@@ -137,6 +181,15 @@ class LocalRayCluster:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _reload_ray_auth() -> None:
+    """Ray reads RAY_AUTH_MODE and the token once per process: make it read them again (as
+    Ray itself does when `ray.init` turns token auth on)."""
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
 
 
 _ALIVE = """

@@ -53,7 +53,7 @@ GRID = 12  # 3 questions x 2 models x 2 strategies
 
 @pytest.fixture(scope="module")
 def cluster():
-    with LocalRayCluster(2, names=["node-0", "node-1"]) as c:
+    with LocalRayCluster(2, names=["node-0", "node-1"]) as c, c.as_driver():
         yield c
 
 
