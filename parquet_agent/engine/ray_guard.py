@@ -102,7 +102,11 @@ def cluster_auth(ray: Any) -> str:
     """Whether the connected cluster enforces token authentication (see the module doc)."""
     if driver_mode() != "token":
         return "none"  # we connected without a token: so can anyone
-    return probe_gcs(ray.get_runtime_context().gcs_address)
+    try:
+        address = ray.get_runtime_context().gcs_address
+    except Exception:  # noqa: BLE001 - e.g. a Ray Client driver: not checked, so not trusted
+        return "unknown"
+    return probe_gcs(address) if address else "unknown"
 
 
 def check_auth(ec: Any, auth: str) -> None:
