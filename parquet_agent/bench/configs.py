@@ -18,6 +18,7 @@ without keys; each file shows, commented, the paper's GPT-4 Turbo model to put i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 PAPER_MODES = {
@@ -27,23 +28,34 @@ PAPER_MODES = {
     "oracle": "oracle",
 }
 
-_MODES = {
-    "closed_book": dict(
+
+
+@dataclass(frozen=True)
+class _Mode:
+    what: str
+    corpus: str
+    questions: str
+    strategies: str  # a TOML array, written as is
+    scope: str | None
+
+
+_MODES: dict[str, _Mode] = {
+    "closed_book": _Mode(
         what="closed book (paper: closedBook): the model answers from its own knowledge; no "
         "tools are offered (strategy \"none\")",
         corpus="../corpus", questions="../corpus/questions.jsonl", strategies='["none"]',
         scope=None),
-    "shared_store": dict(
+    "shared_store": _Mode(
         what="shared store (paper: sharedStore): every question over the whole corpus (question "
         "documents + same-company distractors of adjacent years)",
         corpus="../corpus", questions="../corpus/questions.jsonl",
         strategies='["sql", "sql+stream"]', scope=None),
-    "single_store": dict(
+    "single_store": _Mode(
         what="single store (paper: singleStore): each question sees only its own filing "
         "(key `scope`)",
         corpus="../corpus", questions="../corpus/questions.jsonl",
         strategies='["sql", "sql+stream"]', scope="../scopes/single_store.json"),
-    "oracle": dict(
+    "oracle": _Mode(
         what="oracle (paper: oracle): each question sees only its gold evidence pages, one row "
         "per page (key `scope`)",
         corpus="../oracle", questions="../oracle/questions.jsonl",
@@ -89,11 +101,11 @@ cache = "on"
 def render_config(mode: str) -> str:
     m = _MODES[mode]
     scope_line = (
-        f'scope = "{m["scope"]}"   # question_id -> file_stems the tools may see\n'
-        if m["scope"] else ""
+        f'scope = "{m.scope}"   # question_id -> file_stems the tools may see\n'
+        if m.scope else ""
     )
-    return _TEMPLATE.format(what=m["what"], slug=mode.replace("_", "-"), corpus=m["corpus"],
-                            questions=m["questions"], strategies=m["strategies"],
+    return _TEMPLATE.format(what=m.what, slug=mode.replace("_", "-"), corpus=m.corpus,
+                            questions=m.questions, strategies=m.strategies,
                             scope_line=scope_line, paper=PAPER_MODES[mode])
 
 

@@ -30,6 +30,7 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -60,6 +61,21 @@ class EvidenceMapping:
     end: int | None
     verified: bool
     oracle_stem: str | None
+
+
+class _Found(NamedTuple):
+    """A verified evidence passage: the quote, and the gold page it sits on."""
+    quote: Evidence
+    oracle_stem: str
+    page: int
+
+
+class _OracleQuote(NamedTuple):
+    """A quote's place before it is re-based into its oracle row."""
+    oracle_stem: str
+    start: int
+    end: int
+    page: int
 
 
 @dataclass(frozen=True)
@@ -136,7 +152,7 @@ def build_pack(source: str | Path, out: str | Path, *, jobs: int = 1) -> PackRes
                  if line.strip()]
 
     items: list[tuple[Question, Reference]] = []
-    oracle_items: list[tuple[Question, Reference]] = []
+    oracle_items: list[tuple[Question, list[_OracleQuote]]] = []
     excluded: dict[str, str] = {}
     mappings: list[EvidenceMapping] = []
     oracle_pages: dict[str, tuple[str, int]] = {}  # oracle stem -> (file_stem, page)
@@ -148,17 +164,20 @@ def build_pack(source: str | Path, out: str | Path, *, jobs: int = 1) -> PackRes
         if doc not in stem_of:
             excluded[qid] = f"document {doc} has no text in the checkout (its PDF is absent)"
             continue
-        evidence, oracle_evidence, stems, page_stems = [], [], [], []
+        evidence: list[Evidence] = []
+        oracle_evidence: list[_OracleQuote] = []
+        stems: list[str] = []
+        page_stems: list[str] = []
         for ev in q["evidence"]:
-            mapping, quote, found_page = _map_evidence(qid, ev, stem_of, rows, spans_cache)
+            mapping, found = _map_evidence(qid, ev, stem_of, rows, spans_cache)
             mappings.append(mapping)
             stems.append(mapping.file_stem)
-            if quote is not None:
-                evidence.append(quote)
-                oracle_stem = mapping.oracle_stem
-                oracle_pages[oracle_stem] = (mapping.file_stem, found_page)
-                page_stems.append(oracle_stem)
-                oracle_evidence.append((oracle_stem, quote.start, quote.end, found_page))
+            if found is not None:
+                evidence.append(found.quote)
+                oracle_pages[found.oracle_stem] = (mapping.file_stem, found.page)
+                page_stems.append(found.oracle_stem)
+                oracle_evidence.append(_OracleQuote(found.oracle_stem, found.quote.start,
+                                                    found.quote.end, found.page))
         question = Question(qid, q["question"])
         ref = Reference(qid, str(q["answer"]), tuple(evidence), q.get("question_type"))
         items.append((question, ref))
@@ -196,7 +215,7 @@ def build_pack(source: str | Path, out: str | Path, *, jobs: int = 1) -> PackRes
 
 def _map_evidence(qid: str, ev: dict, stem_of: dict[str, str], rows: dict[str, dict],
                   spans_cache: dict[str, list]
-                  ) -> tuple[EvidenceMapping, Evidence | None, int | None]:
+                  ) -> tuple[EvidenceMapping, _Found | None]:
     """Where one FinanceBench evidence passage is in our Markdown (verified); the quote and the
     page it was found on when it was found."""
     stem = stem_of.get(ev["doc_name"])
@@ -210,13 +229,13 @@ def _map_evidence(qid: str, ev: dict, stem_of: dict[str, str], rows: dict[str, d
     loc = locate(ev["evidence_text"], md, _page_body_span(spans, page, md))
     if not loc.verified:
         raise AssertionError(f"{qid}: evidence mapping failed verification ({loc})")
-    oracle_stem, quote, found_page = None, None, None
-    if loc.start is not None:
+    found = None
+    if loc.start is not None and loc.end is not None:
         quote = Evidence(stem, md[loc.start : loc.end], loc.start, loc.end)
         found_page = next(n for n, s, e in spans if s <= loc.start < e)
-        oracle_stem = f"{stem}.p{found_page}"
+        found = _Found(quote, f"{stem}.p{found_page}", found_page)
     return EvidenceMapping(qid, ev["doc_name"], stem, page, loc.match, loc.coverage, loc.start,
-                           loc.end, loc.verified, oracle_stem), quote, found_page
+                           loc.end, loc.verified, found.oracle_stem if found else None), found
 
 
 def _write_scopes(folder: Path, scopes: dict[str, dict[str, list[str]]]) -> None:

@@ -72,14 +72,15 @@ def paper_inputs(source: Path, paper_configs: list[str] | None = None,
     if limit:
         paper = paper.groupby("paper_config").head(limit)
     for r in paper.itertuples(index=False):
-        label = f"{r.question_id}__{r.paper_config}/judge"
-        inputs[label] = JudgeInput(question=questions[r.question_id],
+        qid = str(r.question_id)  # the frame's string columns (itertuples types them as Scalar)
+        label = f"{qid}__{r.paper_config}/judge"
+        inputs[label] = JudgeInput(question=questions[qid],
                                    candidate_answer=str(r.paper_answer) if r.paper_answer else None,
-                                   reference_answer=str(gold[r.question_id]), gold_evidence=(),
+                                   reference_answer=str(gold[qid]), gold_evidence=(),
                                    tool_evidence=(), answerable=True)
         rows.append({"label": label, "question_id": r.question_id,
                      "paper_config": r.paper_config,
-                     "human": HUMAN_TO_VERDICT[r.paper_label]})
+                     "human": HUMAN_TO_VERDICT[str(r.paper_label)]})
     return pd.DataFrame(rows), inputs
 
 
