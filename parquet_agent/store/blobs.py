@@ -125,7 +125,7 @@ class _Pack:
             return
         with open(self.path, "rb") as f:
             f.seek(self.good_end)
-            data = f.read()
+            data: bytes | bytearray = f.read()  # a bytearray once a flipped bit is undone
         pos, base, self.torn_tail = 0, self.good_end, False
         while pos < len(data):
             if len(data) - pos < HEADER.size:
@@ -149,7 +149,8 @@ class _Pack:
             if not ok and end == len(data):  # a torn last write may leave garbage of full length
                 self.torn_tail = True
                 break
-            if not ok and meta is None and kind == b"B" and starts_record(data, end):
+            # below, `meta is None` implies `not ok`
+            if meta is None and kind == b"B" and starts_record(data, end):
                 # the recipe is lost but the lengths hold: exactly this record is unreadable
                 self.problems.append(f"{self.path.name}: record at byte {base + pos} is "
                                      "damaged (its recipe does not read); its body is lost")
@@ -158,7 +159,7 @@ class _Pack:
                 self._resync(parse_meta(record_meta(data, pos)), lost)
                 self.good_end = base + pos
                 continue
-            if not ok and meta is None:  # header or recipe lost: find the next whole record
+            if meta is None:  # header or recipe lost: find the next whole record
                 found = next_record(data, pos + 1)
                 lost = (found if found is not None else len(data)) - pos
                 self.problems.append(f"{self.path.name}: {lost} bytes at byte {base + pos} are "
@@ -349,7 +350,9 @@ class RawStore:
                 known = pack.digests(fd)
                 prev = pack.group_last.get(group_of_name(stored_name))
                 window = pack.window(fd, prev)
-            numbers, new, new_chunks = [], {}, []
+            numbers: list[int] = []
+            new: dict[bytes, int] = {}
+            new_chunks: list[bytes] = []
             next_number = len(pack.chunks)
             for chunk in split_chunks(data):
                 digest = chunk_digest(chunk)

@@ -197,7 +197,8 @@ def _unchained(line: bytes) -> bool:
 def _one_flip(lines: list[bytes], tail: bytes, i: int, prev: str):
     """(the lines line `i` was, how many stored lines they replace, the byte) or None."""
     for candidate, used, byte in _candidates(lines, tail, i):
-        pieces, chain = candidate.split(b"\n"), prev
+        pieces = candidate.split(b"\n")
+        chain: str | None = prev
         for piece in pieces:
             chain, problem = check_line(piece, chain)
             if problem is not None or chain is None:
@@ -289,7 +290,7 @@ class Journal:
         self._lock = threading.Lock()
         self._open()
 
-    def _open(self) -> None:
+    def _open(self) -> DurableAppender:
         sealed = sealed_path(self.path)
         self.was_sealed = sealed.exists()  # an append to a finished case seals it again
         if sealed.exists():
@@ -310,7 +311,9 @@ class Journal:
         self._seq = max(events[-1].seq + 1 if events else 0, parsed.lines)
         self._prev = parsed.last_chain
         self.lines = parsed.lines
-        self._out: DurableAppender | None = DurableAppender(self.path)
+        out = DurableAppender(self.path)
+        self._out: DurableAppender | None = out
+        return out
 
     def append(self, payload: Any) -> Event:
         """Write one event durably and return it as read back would show it."""
@@ -322,8 +325,7 @@ class Journal:
         for payload in payloads:
             encode(payload)  # raises TypeError for a non-payload before anything is written
         with self._lock:
-            if self._out is None:
-                self._open()  # sealed: unseal to append
+            out = self._out if self._out is not None else self._open()  # sealed: unseal
             at, lines, events = utc_now(), [], []
             prev = self._prev
             for offset, payload in enumerate(payloads):
@@ -332,7 +334,7 @@ class Journal:
                 lines.append(line)
                 events.append(Event(at, seq, payload))
             if lines:
-                self._out.append(b"".join(lines))
+                out.append(b"".join(lines))
                 self._seq += len(lines)
                 self._prev = prev
                 self.lines += len(lines)

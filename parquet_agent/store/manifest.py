@@ -101,13 +101,16 @@ def freeze(config: object = None, *, question_ids: Sequence[str],
     (optional) describes where the first session's cases ran (`engine.CaseEngine.describe()`:
     kind, nodes and each node's sandbox mode); it is recorded, never compared on resume.
     """
+    snapshot: Mapping[str, Any] | None
     if isinstance(corpus_snapshot, str):
         import json
 
-        corpus_snapshot = json.loads(corpus_snapshot)
+        snapshot = json.loads(corpus_snapshot)
+    else:
+        snapshot = corpus_snapshot
     return {
         "question_ids": list(question_ids),
-        "corpus_snapshot": dict(corpus_snapshot) if corpus_snapshot is not None else None,
+        "corpus_snapshot": dict(snapshot) if snapshot is not None else None,
         "code_hash": code if code is not None else code_hash(),
         "prompt_hashes": dict(prompt_hashes),
         "package_versions": dict(packages) if packages is not None else package_versions(),

@@ -101,7 +101,7 @@ class RawStats:
     stored_bytes: int
 
 
-def parse_meta(raw: bytes) -> dict | None:
+def parse_meta(raw: bytes | bytearray) -> dict | None:
     """A record's recipe, or None when it does not read as one."""
     try:
         meta = json.loads(raw)
@@ -138,17 +138,17 @@ def refers_ahead(meta: dict, number: int, chunks: int) -> str | None:
     return None
 
 
-def record_meta(data: bytes, pos: int) -> bytes:
+def record_meta(data: bytes | bytearray, pos: int) -> bytes | bytearray:
     _, meta_len, _, _ = HEADER.unpack_from(data, pos)
     return data[pos + HEADER.size: pos + HEADER.size + meta_len]
 
 
-def starts_record(data: bytes, pos: int) -> bool:
+def starts_record(data: bytes | bytearray, pos: int) -> bool:
     """Whether a whole record with a matching CRC starts at `pos`."""
     return next_record(data, pos) == pos
 
 
-def next_record(data: bytes, start: int) -> int | None:
+def next_record(data: bytes | bytearray, start: int) -> int | None:
     """The offset of the next whole record whose CRC matches, at or after `start`."""
     pos = data.find(b"B", start)
     while pos >= 0 and len(data) - pos >= HEADER.size:
