@@ -124,6 +124,9 @@ class _Session:
     def __init__(self, config: AuditConfig, dataset: Dataset, run_dir: Path, tools: AuditTools,
                  model: Model, judge: Model | None, store: FindingsStore,
                  progress: Callable[[str], None] | None = None):
+        if config.max_steps is None:
+            raise ValueError("an audit session runs a sized config (AuditConfig.sized)")
+        self.max_steps: int = config.max_steps
         self.config, self.dataset, self.run_dir = config, dataset, run_dir
         self.tools, self.model, self.store = tools, model, store
         self.progress = progress
@@ -171,19 +174,20 @@ class _Session:
 
     def _start(self) -> None:
         previous = self.store.previous_run(self.dataset.lineage, exclude=self.run_dir.name)
+        previous_id = previous["run_id"] if previous is not None else None
         manifest = build_manifest(self.run_dir.name, utc_now(), "audit", {
             "lineage": self.dataset.lineage, "dataset_root": str(self.dataset.root),
             "snapshot": self.dataset.snapshot.to_json(), "config": self.config.to_json(),
-            "model": _model_info(self.model), "previous_run": previous and previous["run_id"],
+            "model": _model_info(self.model), "previous_run": previous_id,
         })
         atomic_write_bytes(self.run_dir / "manifest.json", _dumps(manifest))
         self.record(AuditStarted(self.run_dir.name, self.dataset.lineage,
                                  {"snapshot_id": self.dataset.snapshot.snapshot_id,
                                   "rows": self.dataset.snapshot.rows},
                                  self.dataset.describe(), self.config.to_json(),
-                                 _model_info(self.model), previous and previous["run_id"]))
+                                 _model_info(self.model), previous_id))
         findings = previous["findings"] if previous else []
-        self.record(HistoryChecked(previous and previous["run_id"], recheck(findings, self.tools)))
+        self.record(HistoryChecked(previous_id, recheck(findings, self.tools)))
 
     def _check_contract(self) -> None:
         """Every check of the contract through the finding gate, once (a resume skips the
@@ -216,9 +220,9 @@ class _Session:
         if concluded and (concluded["verdict"] != "FAIL" or self.config.run_policy == "accept"):
             return True
         left = self.state.budget_left(self.config)
-        spent = any(left[k] is not None and left[k] <= 0 for k in ("tokens", "cost_usd"))
+        spent = any((v := left[k]) is not None and v <= 0 for k in ("tokens", "cost_usd"))
         # a spent token or cost budget stops asking the model at all (each ask would cost more)
-        return spent or self.state.next_step > self.config.max_steps or self.state.finished is not None
+        return spent or self.state.next_step > self.max_steps or self.state.finished is not None
 
     # -- one step -----------------------------------------------------------------------------
 
@@ -238,9 +242,10 @@ class _Session:
         tool, args = pending.tool, pending.arguments
         if not pending.problem and nesting_exceeds(args, MAX_ARGUMENT_DEPTH):  # an older journal
             pending = dataclasses.replace(pending, problem=_TOO_DEEP)
-        if pending.problem:
+        if pending.problem or tool is None:  # a reply without a tool always has a problem
             shown = {} if nesting_exceeds(args, MAX_ARGUMENT_DEPTH) else args
-            self.record(StepDone(n, tool, shown, "FAIL", False, critique=pending.problem))
+            self.record(StepDone(n, tool, shown, "FAIL", False,
+                                 critique=pending.problem or "the reply called no tool"))
             return
         try:
             outcome = self._gate(self.action_gate, {
@@ -403,8 +408,8 @@ def _no_evidence():
 def _model_step(n: int, result: ModelResult) -> dict[str, Any]:
     reply = result.reply
     raw = [p for a in result.attempts for p in (a.request_path, a.response_path) if p]
-    cost = None if any(a.cost.usd is None for a in result.attempts) else sum(
-        a.cost.usd for a in result.attempts)
+    known = [usd for a in result.attempts if (usd := a.cost.usd) is not None]
+    cost = sum(known) if len(known) == len(result.attempts) else None
     usage = {"input_tokens": reply.usage.input_tokens, "output_tokens": reply.usage.output_tokens}
     problem, tool, args, confidence = None, None, {}, None
     if len(reply.tool_calls) != 1:

@@ -182,7 +182,7 @@ def fingerprint(sql: str) -> str:
         raise ValueError(f"the count query is not fingerprinted: {problem}")
     con = duckdb.connect(":memory:")
     try:
-        (text,) = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
+        [(text,)] = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchall()  # one row
     finally:
         con.close()
     try:  # a tree DuckDB parses may still nest deeper than Python's recursion limit

@@ -26,18 +26,19 @@ def recheck(findings: list[dict[str, Any]], tools: AuditTools) -> list[dict[str,
         proposal = Proposal(finding.category, finding.columns, finding.title, finding.rationale,
                             finding.predicate, finding.view, *own)
         now, error = compute(proposal, tools)
-        entry = {"key": finding.key, "category": finding.category,
+        interval = wilson(ev.count, ev.denominator)
+        entry: dict[str, object] = {"key": finding.key, "category": finding.category,
                  "columns": list(finding.columns), "title": finding.title,
                  "fingerprint": finding.fingerprint,  # what a new finding's key must agree with
                  "before": {"count": ev.count, "denominator": ev.denominator},
-                 "interval": list(wilson(ev.count, ev.denominator))}
+                 "interval": list(interval)}
         if now is None:
             out.append({**entry, "status": "not_rechecked", "reason": error})
             continue
         entry["after"] = {"count": now.count, "denominator": now.denominator}
         if now.count == 0:
             status = "resolved"
-        elif now.fraction > entry["interval"][1]:
+        elif now.fraction > interval[1]:
             status = "regressed"
         else:
             status = "unchanged"

@@ -103,6 +103,9 @@ def step_request(state_summary: dict[str, Any], step: int, max_output_tokens: in
 
 
 def state_of(request: ModelRequest) -> dict[str, Any]:
-    """The state a step request carries (what offline auditors read)."""
-    text = request.messages[-1].text
-    return json.loads(text.split("\n", 1)[1])
+    """The state a step request carries (what offline auditors read); a ValueError for a request
+    that does not end with a step's user message."""
+    last = request.messages[-1]
+    if not isinstance(last, UserMessage):
+        raise ValueError(f"not an audit step request: its last message is a {last.role} message")
+    return json.loads(last.text.split("\n", 1)[1])

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from parquet_agent.audit.dataset import Dataset
 from parquet_agent.audit.finding import Finding
@@ -29,10 +29,21 @@ from parquet_agent.errors import UsageError
 MIN_OVERLAP = 0.5
 
 
+class ScoreRow(TypedDict):
+    """One row of the score table (a category, or overall); None where nothing is counted."""
+    defects: int
+    found: int
+    findings: int
+    true_positives: int
+    precision: float | None
+    recall: float | None
+    f1: float | None
+
+
 @dataclass(frozen=True)
 class Score:
-    per_category: dict[str, dict[str, Any]]
-    overall: dict[str, Any]
+    per_category: dict[str, ScoreRow]
+    overall: ScoreRow
     matches: dict[str, list[str]]  # finding key -> defect ids it matched
     excluded: tuple[str, ...]  # keys present before planting
 
@@ -106,8 +117,9 @@ def _bare(columns, view: str) -> set[str]:
     return {c[len(view) + 1:] if c.startswith(view + ".") else c for c in columns}
 
 
-def _tables(findings: list[Finding], defects: list[dict], matches: dict[str, list[str]]):
-    per: dict[str, dict[str, Any]] = {}
+def _tables(findings: list[Finding], defects: list[dict], matches: dict[str, list[str]]
+            ) -> tuple[dict[str, ScoreRow], ScoreRow]:
+    per: dict[str, ScoreRow] = {}
     for category in CATEGORIES:
         mine = [f for f in findings if f.category == category]
         planted = [d for d in defects if d["category"] == category]
@@ -116,7 +128,7 @@ def _tables(findings: list[Finding], defects: list[dict], matches: dict[str, lis
     return per, _row(findings, defects, matches)
 
 
-def _row(findings: list[Finding], defects: list[dict], matches: dict[str, list[str]]) -> dict:
+def _row(findings: list[Finding], defects: list[dict], matches: dict[str, list[str]]) -> ScoreRow:
     tp = sum(1 for f in findings if matches.get(f.key))
     found_ids = {d for f in findings for d in matches.get(f.key, [])}
     found = sum(1 for d in defects if d["id"] in found_ids)

@@ -21,9 +21,15 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from parquet_agent.errors import UsageError
+
+
+class PreviousRun(TypedDict):
+    """The baseline of a lineage's next audit: its run id and its open findings (as journaled)."""
+    run_id: str
+    findings: list[dict[str, Any]]
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS audit_runs (
@@ -131,7 +137,7 @@ class FindingsStore:
         self._execute("INSERT INTO audit_observations VALUES (%s, %s, %s, %s, %s, %s) "
                       "ON CONFLICT DO NOTHING", (run_id, key, source, count, denominator, status))
 
-    def previous_run(self, lineage: str, *, exclude: str | None = None) -> dict[str, Any] | None:
+    def previous_run(self, lineage: str, *, exclude: str | None = None) -> PreviousRun | None:
         """The latest complete indexed run of `lineage` (but `exclude`) with its open findings
         (a failed or cut-short audit re-checked too little to be the baseline of the next)."""
         row = self._execute(

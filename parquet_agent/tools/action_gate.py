@@ -50,7 +50,7 @@ def query_rules(sql: str, long_text: list[str] | tuple[str, ...],
     con = duckdb.connect(":memory:")
     try:
         parse_select(con, sql, tables=None)  # the views are checked again in the worker
-        (text,) = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
+        [(text,)] = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchall()  # one row
     except GateRejection as exc:
         return "FAIL", f"the SQL gate refuses it ({exc.kind}): {exc.message}"
     finally:

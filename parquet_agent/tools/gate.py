@@ -128,7 +128,7 @@ def query_size_problem(sql: str, limit: int = MAX_QUERY_CHARS) -> str | None:
 
 def _serialize(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
     try:
-        (text,) = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
+        [(text,)] = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchall()  # one row
     except duckdb.Error as exc:
         raise GateRejection("forbidden", f"the query could not be checked: {first_line(exc)}") from exc
     try:

@@ -115,10 +115,10 @@ def _violations(probe: Probe, table: Table, terms: dict[str, str],
     if bad == 0 or bad > (1 - HOLDS) * n:
         return None
     off = rows[0] if rows else None
-    common = off is not None and int(off["n"]) >= 0.5 * bad
+    common = off if off is not None and int(off["n"]) >= 0.5 * bad else None
     source = sorted({t[8:-1] if t.startswith("minutes(") else t for t in (a, b, c)})
     title = f"{c} <> {a} {op} {b} in {table.view}" + (
-        f" (off by exactly {float(off['off']):g} in {off['n']} rows)" if common else "")
+        f" (off by exactly {float(common['off']):g} in {common['n']} rows)" if common else "")
     return candidate(
         "crosscolumn.arithmetic", "consistency", table, source, title,
         f"{c} = {a} {op} {b} in all but {bad} of {n} rows with all three"
@@ -126,29 +126,35 @@ def _violations(probe: Probe, table: Table, terms: dict[str, str],
         broken, support={"rows": n, "violations": bad, "common_offset": off and off["off"]})
 
 
-def _apart(a: tuple, b: tuple) -> bool:
+def _apart(a: tuple[float, float], b: tuple[float, float]) -> bool:
     """Whether two 1-99 % ranges are separated by at least half the narrower one's width."""
-    if None in (*a, *b):
-        return False
     gap = max(b[0] - a[1], a[0] - b[1])
     return gap > 0 and gap >= 0.5 * min(a[1] - a[0], b[1] - b[0])
 
 
+def _range(p: ColumnProfile) -> tuple[float, float] | None:
+    """The 5-95 % range of a numeric column with enough finite values, else None."""
+    if not (p.kind in NUMERIC and p.quantiles and p.finite >= MIN_ROWS):
+        return None
+    low, high = p.quantile(0.05), p.quantile(0.95)
+    return (low, high) if low is not None and high is not None else None
+
+
 def swaps(probe: Probe, table: Table, profiles: dict[str, ColumnProfile]) -> list[Candidate]:
-    ranges = {c: (p.quantile(0.05), p.quantile(0.95)) for c, p in profiles.items()
-              if p.kind in NUMERIC and p.quantiles and p.finite >= MIN_ROWS}
+    # a column without both quantiles pairs with nothing (as _apart refused it)
+    ranges = {c: r for c, p in profiles.items() if (r := _range(p)) is not None}
     pairs = [(a, b) for a in sorted(ranges) for b in sorted(ranges) if a < b and _apart(ranges[a], ranges[b])]
     if not pairs:
         return []
 
     def inside(col: str, other: str) -> str:
         low, high = ranges[other]
-        pad = 0.1 * (high - low)  # type: ignore[operator]
+        pad = 0.1 * (high - low)
         return f"CAST({q(col)} AS DOUBLE) BETWEEN {lit(low - pad)} AND {lit(high + pad)}"
 
     def far(col: str) -> str:
         low, high = ranges[col]
-        w = high - low  # type: ignore[operator]
+        w = high - low
         return f"CAST({q(col)} AS DOUBLE) NOT BETWEEN {lit(low - w)} AND {lit(high + w)}"
 
     preds = [f"({inside(a, b)}) AND ({inside(b, a)}) AND ({far(a)}) AND ({far(b)})"

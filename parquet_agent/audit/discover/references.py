@@ -70,10 +70,11 @@ def comparable(a: ColumnProfile, b: ColumnProfile) -> bool:
     if a.kind == "integer":
         return (a.low is not None and b.low is not None and a.high is not None
                 and b.high is not None and a.low <= b.high and b.low <= a.high)
-    if None in (a.min_length, a.max_length, b.min_length, b.max_length, a.mean_length, b.mean_length):
+    if (a.min_length is None or a.max_length is None or b.min_length is None
+            or b.max_length is None or a.mean_length is None or b.mean_length is None):
         return False
-    return (a.min_length <= b.max_length and b.min_length <= a.max_length  # type: ignore[operator]
-            and 0.5 <= a.mean_length / max(b.mean_length, 1e-9) <= 2.0)  # type: ignore[operator]
+    return (a.min_length <= b.max_length and b.min_length <= a.max_length
+            and 0.5 <= a.mean_length / max(b.mean_length, 1e-9) <= 2.0)
 
 
 def target_like(p: ColumnProfile) -> bool:
