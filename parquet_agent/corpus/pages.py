@@ -159,8 +159,8 @@ def _read_header(fd: int, offset: int) -> tuple[dict, int]:
             probe *= 4
 
 
-def _describe(header: dict) -> tuple[int, int | None, int]:
-    """(page type, encoding, number of values) of a PageHeader."""
+def _describe(header: dict) -> tuple[int | None, int | None, int]:
+    """(page type, encoding, number of values) of a PageHeader (type None: the header has none)."""
     kind = header.get(1)
     if kind == DATA_PAGE and 5 in header:
         return kind, header[5].get(2), header[5].get(1, 0)
@@ -195,7 +195,7 @@ def _bit_levels(data: memoryview, count: int) -> list[bool]:
 class _Thrift:
     """A cursor over Thrift compact-protocol bytes. Running off the end raises IndexError."""
 
-    def __init__(self, buf: bytes):
+    def __init__(self, buf: bytes | memoryview):
         self.buf = buf
         self.pos = 0
 

@@ -27,6 +27,7 @@ import multiprocessing
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -210,6 +211,7 @@ def _summarise(folder: Path, pages: list[_Page], formats: dict, n: int, bits: in
         tasks.append((str(folder), part, {k: formats[k] for k in used if k in formats}, n, bits))
     if not tasks:
         return out
+    results: Iterator[_BlockSummary]
     if jobs == 1:
         results = map(_summarise_block, *zip(*tasks))
         pool = None
@@ -230,7 +232,12 @@ def _summarise(folder: Path, pages: list[_Page], formats: dict, n: int, bits: in
     return out
 
 
-def _summarise_block(folder: str, pages: list[_Page], formats: dict, n: int, bits: int):
+_BlockWords = tuple[list[bytes], np.ndarray, np.ndarray, np.ndarray]  # BlockWords.result()
+_BlockSummary = tuple[np.ndarray, np.ndarray, np.ndarray, _BlockWords]
+
+
+def _summarise_block(folder: str, pages: list[_Page], formats: dict, n: int, bits: int
+                     ) -> _BlockSummary:
     """One block's bit slices (uint8 [2**bits, ceil(len(pages)/8)]), text bytes, unsafe flags
     and words (`skipwords.BlockWords`)."""
     rule = GramRule(n, bits)

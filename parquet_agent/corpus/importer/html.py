@@ -54,7 +54,7 @@ def _cell_text(cell: Tag) -> str:
         if isinstance(node, NavigableString):
             if type(node) is NavigableString:  # skip comments, CDATA, processing instructions
                 parts.append(str(node))
-        elif node.name in _BLOCK_TAGS:
+        elif isinstance(node, Tag) and node.name in _BLOCK_TAGS:  # every other node is a Tag
             parts.append(" ")
     return _WS.sub(" ", "".join(parts)).strip().replace("|", "\\|")
 
@@ -79,7 +79,7 @@ def table_to_markdown(table: Tag) -> str:
         row: list[str] = []
         for cell in tr.find_all(["td", "th"], recursive=False):
             try:
-                width = max(1, min(int(cell.get("colspan", 1) or 1), _MAX_COLSPAN))
+                width = max(1, min(int(str(cell.get("colspan") or 1)), _MAX_COLSPAN))
             except ValueError:
                 width = 1
             text = _cell_text(cell)
@@ -142,8 +142,8 @@ class _FilingConverter(MarkdownConverter):
 def _extract_dei(soup: BeautifulSoup) -> dict[str, str]:
     facts: dict[str, str] = {}
     for tag in soup.find_all(["ix:nonnumeric", "ix:nonfraction"]):
-        name = tag.get("name", "")
-        if name.lower().startswith("dei:"):
+        name = tag.get("name")  # a one-valued attribute: str when present
+        if isinstance(name, str) and name.lower().startswith("dei:"):
             key = name.split(":", 1)[1]
             value = _WS.sub(" ", tag.get_text(" ", strip=True))
             if value and key not in facts:  # the first tagging wins (cover page order)

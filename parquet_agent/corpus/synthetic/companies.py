@@ -119,8 +119,8 @@ def _ticker(core: str, taken: set[str], rnd: random.Random) -> str:
     letters = [c for c in core.upper() if c.isalpha()]
     for _ in range(50):
         k = rnd.randint(3, 4)
-        pick = [letters[0]] + sorted(rnd.sample(range(1, len(letters)), min(k - 1, len(letters) - 1)))[: k - 1]
-        t = letters[0] + "".join(letters[i] for i in pick[1:])
+        picked = sorted(rnd.sample(range(1, len(letters)), min(k - 1, len(letters) - 1)))[: k - 1]
+        t = letters[0] + "".join(letters[i] for i in picked)
         if t not in taken:
             taken.add(t)
             return t

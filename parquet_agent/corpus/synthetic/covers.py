@@ -81,7 +81,8 @@ def cover(style: int, spec, company: Company, name: str, period_end: dt.date | N
             lines.append(shares_line)
         return "\n".join(lines) + "\n\n"
     if style == 1:
-        out = [ixbrl_preamble(spec, company, period_end)] if spec.period and spec.content_id % 5 < 3 else []
+        out = ([ixbrl_preamble(spec, company, period_end)]
+               if spec.period and period_end is not None and spec.content_id % 5 < 3 else [])
         out += ["UNITED STATES  \nSECURITIES AND EXCHANGE COMMISSION  \nWashington, D.C. 20549", "",
                f"**FORM {form}**", "", f"**{title}**", ""]
         if per:

@@ -66,9 +66,8 @@ def _month_end(y: int, m: int) -> dt.date:
     return last - dt.timedelta(days=last.day)
 
 
-def period_end(company: Company, period) -> dt.date | None:
-    if period is None:
-        return None
+def period_end(company: Company, period: tuple[int, int]) -> dt.date:
+    """The last day of fiscal quarter `period` = (fiscal year, quarter) of `company`."""
     return _month_end(*quarter_end(company, *period))
 
 
@@ -288,7 +287,7 @@ def _current(spec, company, book, name, rng, facts, data) -> list:
              f"agent, providing for a senior secured revolving credit facility of up to ${amt:,}.0 million.")
         data.update(amount=amt, bank=bank)
         body = ["## Item 1.01 Entry into a Material Definitive Agreement\n\n", s + " ", None]
-    elif item == "2.02":
+    elif item == "2.02" and latest is not None:  # "2.02" is drawn only when there is a latest
         fy, q = latest
         fin = book.fin(company.index).quarters[(fy, q)]
         qe = period_end(company, (fy, q))
@@ -322,7 +321,7 @@ def _ownership(spec, company, rng, facts, data) -> list:
 
 def _other(spec, company, name, rng, facts) -> list:
     head = cover(spec.style, spec, company, name, None, "", facts)
-    parts = [head]
+    parts: list[str | None] = [head]  # None: pooled prose goes here (_fill)
     if spec.form == "13F-HR":
         rows = ["| Name of Issuer | Title of Class | CUSIP | Value (x$1000) | Shares | Investment Discretion |", "|---|---|---|---|---|---|"]
         for _ in range(max(5, spec.size // 400)):

@@ -176,8 +176,9 @@ def plan_corpus(seed: int, rows: int) -> CorpusPlan:
                 c = int(foreign_idx[c % len(foreign_idx)])
             empty = u_empty < EMPTY_SHARE / 0.9
             ocr = (not empty) and u_ocr < OCR_SHARE / 0.9
-            period = (2024, 4) if form == "20-F" else None
-            rows_m.append([c, form, dt.date(YEAR, month, d), period, _size(rng, form, month), ocr, empty])
+            filler_period = (2024, 4) if form == "20-F" else None
+            rows_m.append([c, form, dt.date(YEAR, month, d), filler_period, _size(rng, form, month), ocr,
+                           empty])
         originals = len(rows_m)
         if n_dup:
             clean = [i for i, r in enumerate(rows_m) if not r[6]]

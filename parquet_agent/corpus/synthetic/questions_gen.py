@@ -29,6 +29,7 @@ from parquet_agent.corpus.questions import Evidence, Question, Reference
 from parquet_agent.corpus.synthetic.companies import unique_names
 from parquet_agent.corpus.synthetic.covers import long_date
 from parquet_agent.corpus.synthetic.forms import BALANCE_LABELS, INCOME_LABELS, period_end, render
+from parquet_agent.corpus.synthetic.plan import FilingSpec
 
 MINIMUM = 100
 QUOTAS = {"table_fact": 24, "prose_fact": 18, "header_fact": 8, "comparison": 20, "count": 16,
@@ -198,7 +199,7 @@ class _Maker:
     def comparison(self, n: int) -> None:
         made = 0
         # a 10-K's fourth quarter against the next 10-Q's first quarter: two filings
-        by_company = {}
+        by_company: dict[int, list[FilingSpec]] = {}
         for s in self.quarterly:
             by_company.setdefault(s.company, []).append(s)
         pairs = [(k, q) for k in self.annual for q in by_company.get(k.company, ())
