@@ -198,7 +198,7 @@ def _add_cache_breakpoints(kwargs: dict[str, Any]) -> None:
         if messages[i]["role"] != "user":
             continue
         content = messages[i]["content"]
-        blocks = ([{"type": "text", "text": content}] if isinstance(content, str)
+        blocks: list[dict[str, Any]] = ([{"type": "text", "text": content}] if isinstance(content, str)
                   else [dict(b) for b in content])
         if blocks:
             blocks[-1]["cache_control"] = mark

@@ -73,7 +73,7 @@ def read_question(text: str) -> QuestionTerms:
     elif form_type is None and re.search(r"\bFY|annual|fiscal year", text, re.IGNORECASE):
         form_type = "10-K"
     cik = _CIK.search(text)
-    content = []
+    content: list[str | None] = []  # None: a word that separates bigrams
     for tok in tokens:
         low = tok.lower().strip(".'")
         low = re.sub(r"'s$", "", low)
@@ -180,7 +180,8 @@ class Candidate:
 def header_candidates(data: Any) -> list[Candidate]:
     if not isinstance(data, dict):
         return []
-    rows = next((data[k] for k in ("results", "rows", "hits", "items") if isinstance(data.get(k), list)), [])
+    rows: list[Any] = next((data[k] for k in ("results", "rows", "hits", "items")
+                            if isinstance(data.get(k), list)), [])
     out = []
     for r in rows:
         if isinstance(r, dict) and r.get("file_stem"):

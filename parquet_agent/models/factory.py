@@ -74,9 +74,9 @@ def build_model(spec: ModelSpec, *, env: Mapping[str, str] | None = None,
 
         from parquet_agent.models.openai_chat import OpenAIChatModel
 
-        client = openai.OpenAI(api_key=key, base_url=spec.base_url, max_retries=0,
-                               http_client=http, timeout=spec.timeout_s)
-        return OpenAIChatModel(client, transport, provider_pin=spec.provider_pin,
+        openai_client = openai.OpenAI(api_key=key, base_url=spec.base_url, max_retries=0,
+                                      http_client=http, timeout=spec.timeout_s)
+        return OpenAIChatModel(openai_client, transport, provider_pin=spec.provider_pin,
                                fail_on_pin_mismatch=spec.fail_on_pin_mismatch,
                                tool_call_content=spec.tool_call_content,
                                max_tokens_field=spec.max_tokens_field, **common)
@@ -85,9 +85,9 @@ def build_model(spec: ModelSpec, *, env: Mapping[str, str] | None = None,
 
         from parquet_agent.models.anthropic_messages import AnthropicMessagesModel
 
-        client = anthropic.Anthropic(api_key=key, base_url=spec.base_url, max_retries=0,
-                                     http_client=http, timeout=spec.timeout_s)
-        return AnthropicMessagesModel(client, transport, cache_prompts=spec.cache_prompts,
+        anthropic_client = anthropic.Anthropic(api_key=key, base_url=spec.base_url, max_retries=0,
+                                               http_client=http, timeout=spec.timeout_s)
+        return AnthropicMessagesModel(anthropic_client, transport, cache_prompts=spec.cache_prompts,
                                       **common)
     if spec.provider == "google":
         from google import genai
@@ -97,6 +97,5 @@ def build_model(spec: ModelSpec, *, env: Mapping[str, str] | None = None,
 
         options = types.HttpOptions(base_url=spec.base_url, httpx_client=http,
                                     timeout=int(spec.timeout_s * 1000))
-        client = genai.Client(api_key=key, http_options=options)
-        return GeminiModel(client, transport, **common)
+        return GeminiModel(genai.Client(api_key=key, http_options=options), transport, **common)
     raise ConfigError(f"model {spec.name!r}: unknown provider {spec.provider!r}")

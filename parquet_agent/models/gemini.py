@@ -197,7 +197,7 @@ class GeminiModel(HttpModel):
             block_reason=check.reason if check.kind == "block" else None,
             block_message=check.message if check.kind == "block" else None,
         )
-        notes = ()
+        notes: tuple[str, ...] = ()
         if finish == UNDECLARED_CALL:
             said = _finish_message(raw) or getattr(cand, "finish_message", None) or ""
             notes = (f"finish reason {finish}: the model called a function the request did not "

@@ -29,7 +29,7 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Callable
+from typing import Callable, Literal
 
 import httpx2
 import pydantic
@@ -211,10 +211,12 @@ class HttpModel:
         `ModelCallError`."""
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
         with self.transport.exchange(sink, f"meta/{label}.{stamp}") as ex:
+            # annotated: mypy joins a tuple display with a starred tuple to tuple[object, ...]
+            caught: tuple[type[BaseException], ...] = (
+                json.JSONDecodeError, httpx2.HTTPError, pydantic.ValidationError, *self._sdk_errors)
             try:
                 return self._list_models()
-            except (json.JSONDecodeError, httpx2.HTTPError, pydantic.ValidationError,
-                     *self._sdk_errors) as exc:
+            except caught as exc:
                 failure = classify(ex, exc)
         raise ModelCallError(f"listing models of {self.provider} failed: {failure.message}",
                              retryable=failure.retryable)
@@ -296,20 +298,21 @@ class HttpModel:
 
     def _one_attempt(self, request, sent, ex):
         """(outcome, malformed error, failure) of one SDK call inside the open exchange."""
-        try:
-            response = self._call(request, sent)
-            problem = body_problem(ex.status, ex.body, self.reply_keys)
-            if problem:
-                raise MalformedReplyError(problem)
-            outcome = self._parse(response, json.loads(ex.body or b"{}"))
-        except (
+        caught: tuple[type[BaseException], ...] = (  # annotated: see list_models
             MalformedReplyError,
             json.JSONDecodeError,
             RecursionError,  # JSON nested deeper than the parser goes
             httpx2.HTTPError,
             pydantic.ValidationError,
             *self._sdk_errors,
-        ) as exc:
+        )
+        try:
+            response = self._call(request, sent)
+            problem = body_problem(ex.status, ex.body, self.reply_keys)
+            if problem:
+                raise MalformedReplyError(problem)
+            outcome = self._parse(response, json.loads(ex.body or b"{}"))
+        except caught as exc:
             problem = None if isinstance(exc, MalformedReplyError) else body_problem(
                 ex.status, ex.body, self.reply_keys)
             if problem:  # the SDK choked on a body that is no reply: say so, not its error
@@ -338,6 +341,7 @@ class HttpModel:
         else:
             cost = self.cost_of(usage, actual_model,
                                 gateway_usd=outcome.gateway_usd if outcome else None)
+        outcome_kind: Literal["ok", "retry", "failed"]
         if failure is None:
             outcome_kind = "ok"
         elif failure.retryable and number < self.retry.max_attempts:

@@ -288,7 +288,9 @@ def _gateway_cost(u) -> tuple[float | None, list[str]]:
     cost = extra.get("cost")
     if not isinstance(cost, (int, float)) or isinstance(cost, bool):
         return None, []
-    details = extra.get("cost_details") if isinstance(extra.get("cost_details"), dict) else {}
+    details = extra.get("cost_details")
+    if not isinstance(details, dict):
+        details = {}
     upstream = details.get("upstream_inference_cost")
     if extra.get("is_byok") and isinstance(upstream, (int, float)):
         return float(cost) + float(upstream), [

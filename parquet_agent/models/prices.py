@@ -263,13 +263,17 @@ def declared_price(value: Any, *, model: str, where: str) -> Price | None:
     if unknown or "input" not in value or "output" not in value:
         raise ValueError(f"{where}: price table needs input and output (USD per 1M tokens) and "
                          f"may have {', '.join(_RATES[2:])}; got keys {sorted(value)}")
-    rates = {}
+    rates: dict[str, float | None] = {}
     for k in _RATES:
         v = value.get(k)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0):
             raise ValueError(f"{where}: price.{k} must be a non-negative number, got {v!r}")
         rates[k] = None if v is None else float(v)
-    return Price(model, "declared", rates["input"], rates["output"], rates["cached_input"],
+    input_rate, output_rate = rates["input"], rates["output"]
+    if input_rate is None or output_rate is None:  # a table built in Python may hold None
+        raise ValueError(f"{where}: price.input and price.output must be numbers (USD per 1M "
+                         f"tokens), got {value.get('input')!r} and {value.get('output')!r}")
+    return Price(model, "declared", input_rate, output_rate, rates["cached_input"],
                  rates["reasoning"], True, True, f"{where}: declared price",
                  cache_write=rates["cache_write"])
 

@@ -156,7 +156,8 @@ def test_a_declared_price_table_prices_every_token_kind(sink):
 
 
 @pytest.mark.parametrize("price", ["cheap", {"input": 1}, {"input": 1, "output": -1},
-                                   {"input": 1, "output": 1, "bogus": 2}])
+                                   {"input": 1, "output": 1, "bogus": 2},
+                                   {"input": None, "output": 1}])  # a Python table may hold None
 def test_a_bad_declared_price_is_a_config_error(price):
     with pytest.raises(ConfigError, match="price"):
         model_spec_from_table({"name": "m", "provider": "openai", "model": "x",

@@ -9,8 +9,8 @@ import json
 from typing import Any
 
 from parquet_agent.models.anthropic_messages import AnthropicMessagesModel
-from parquet_agent.models.batch.records import BatchItem, BatchStatus, ItemResult
-from parquet_agent.models.batch.wire import exchange, parsed
+from parquet_agent.models.batch.records import BatchItem, BatchState, BatchStatus, ItemResult
+from parquet_agent.models.batch.wire import custom_id, exchange, parsed
 from parquet_agent.models.protocol import RawSink
 
 
@@ -36,7 +36,7 @@ class AnthropicBatch:
         c = batch.request_counts
         detail = (f"{batch.processing_status} ({c.succeeded} succeeded, {c.errored} errored, "
                   f"{c.expired} expired, {c.canceled} canceled, {c.processing} processing)")
-        state = "running"
+        state: BatchState = "running"
         if batch.processing_status == "ended":
             state = "expired" if c.expired else ("cancelled" if c.canceled else "ended")
         return BatchStatus(state, detail, {}, ex.response_path)
@@ -53,8 +53,8 @@ class AnthropicBatch:
         kind = result.get("type")
         if kind == "succeeded":
             outcome, problem = parsed(self.model.parse_body, result.get("message"))
-            return ItemResult(line.get("custom_id"), outcome, problem, 200, path)
+            return ItemResult(custom_id(line), outcome, problem, 200, path)
         error = ((result.get("error") or {}).get("error") or {})
         why = error.get("message") or kind
-        return ItemResult(line.get("custom_id"), None, f"[{error.get('type') or kind}] {why}",
+        return ItemResult(custom_id(line), None, f"[{error.get('type') or kind}] {why}",
                           None, path)

@@ -9,12 +9,12 @@ import json
 
 from google.genai import types
 
-from parquet_agent.models.batch.records import BatchItem, BatchStatus, ItemResult
+from parquet_agent.models.batch.records import BatchItem, BatchState, BatchStatus, ItemResult
 from parquet_agent.models.batch.wire import exchange, parsed
 from parquet_agent.models.gemini import GeminiModel
 from parquet_agent.models.protocol import RawSink
 
-_STATES = {"JOB_STATE_SUCCEEDED": "ended", "JOB_STATE_PARTIALLY_SUCCEEDED": "ended",
+_STATES: dict[str, BatchState] = {"JOB_STATE_SUCCEEDED": "ended", "JOB_STATE_PARTIALLY_SUCCEEDED": "ended",
            "JOB_STATE_FAILED": "failed", "JOB_STATE_CANCELLED": "cancelled",
            "JOB_STATE_EXPIRED": "expired"}
 

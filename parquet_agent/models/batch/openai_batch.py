@@ -6,15 +6,15 @@ error files (JSONL, one `custom_id` per line). Each line's body is the exact req
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Final
 
-from parquet_agent.models.batch.records import BatchItem, BatchStatus, ItemResult
-from parquet_agent.models.batch.wire import exchange, parsed
+from parquet_agent.models.batch.records import BatchItem, BatchState, BatchStatus, ItemResult
+from parquet_agent.models.batch.wire import custom_id, exchange, parsed
 from parquet_agent.models.openai_chat import OpenAIChatModel
 from parquet_agent.models.protocol import RawSink
 
-ENDPOINT = "/v1/chat/completions"
-_STATES = {"completed": "ended", "expired": "expired", "cancelled": "cancelled",
+ENDPOINT: Final = "/v1/chat/completions"
+_STATES: dict[str, BatchState] = {"completed": "ended", "expired": "expired", "cancelled": "cancelled",
            "failed": "failed"}
 
 
@@ -76,6 +76,6 @@ class OpenAIBatch:
                 ((body or {}).get("error") or {}).get("message") if isinstance(body, dict)
                 else None) or f"HTTP {code}"
             kind = (error or {}).get("code") or f"http_{code}"
-            return ItemResult(line.get("custom_id"), None, f"[{kind}] {why}", code, path)
+            return ItemResult(custom_id(line), None, f"[{kind}] {why}", code, path)
         outcome, problem = parsed(self.model.parse_body, body)
-        return ItemResult(line.get("custom_id"), outcome, problem, code, path)
+        return ItemResult(custom_id(line), outcome, problem, code, path)

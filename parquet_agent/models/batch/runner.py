@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterable, Mapping
 from parquet_agent.errors import ModelCallError
 from parquet_agent.files import utc_now
 from parquet_agent.models.batch.records import BatchItem, BatchLedger, BatchStatus, ItemResult
+from parquet_agent.models.http_model import CallOutcome
 from parquet_agent.models.protocol import Attempt, Cost, ModelRequest, ModelResult, RawSink, Usage
 
 
@@ -99,7 +100,7 @@ def run_batch(api: Any, requests: Mapping[str, ModelRequest], sink: RawSink,
             why = got.error if got is not None else f"no result ({status.detail})"
             pending[item.key] = f"{api.provider} batch {batch_id} {status.state}: {why}"
             continue
-        attempt = _attempt(api, item, got, batch_id, known, ended_at)
+        attempt = _attempt(api, item, got, got.outcome, batch_id, known, ended_at)
         results[item.key] = ModelResult(got.outcome.reply, (attempt,))
     return BatchOutcome(results, pending, batch_id, status.state, resumed, polls)
 
@@ -153,13 +154,14 @@ def _wait(api: Any, batch_id: str, sink: RawSink, name: str, polling: Polling,
         delay = min(delay * 2, polling.max_poll_s)
 
 
-def _attempt(api: Any, item: BatchItem, got: ItemResult, batch_id: str,
+def _attempt(api: Any, item: BatchItem, got: ItemResult, outcome: CallOutcome, batch_id: str,
              known: dict[str, Any], ended_at: str) -> Attempt:
+    """The attempt record of `got`, whose parsed reply is `outcome`."""
     model, request = api.model, item.request
     sent = model.sent_settings(request)
-    reply = got.outcome.reply
+    reply = outcome.reply
     usage: Usage = reply.usage
-    cost: Cost = model.cost_of(usage, reply.model, gateway_usd=got.outcome.gateway_usd,
+    cost: Cost = model.cost_of(usage, reply.model, gateway_usd=outcome.gateway_usd,
                                batch=True)
     return Attempt(
         label=request.label, number=1, purpose=request.purpose,
@@ -171,7 +173,7 @@ def _attempt(api: Any, item: BatchItem, got: ItemResult, batch_id: str,
         http_status=got.http_status, outcome="ok", error=None,
         response_id=reply.response_id, finish_reason=reply.finish_reason, usage=usage,
         cost=cost, request_path=known["input_path"], response_path=got.response_path,
-        notes=sent.notes + tuple(got.outcome.notes) + (
+        notes=sent.notes + tuple(outcome.notes) + (
             f"sent in {api.provider} batch {batch_id} as {item.custom_id}",))
 
 

@@ -21,11 +21,13 @@ from parquet_agent.models.transport import Exchange
 def exchange(model: HttpModel, sink: RawSink, name: str) -> Iterator[Exchange]:
     """One batch API call, recorded under `name` (request before sending, response before the
     SDK parses it); an SDK or network failure becomes a `ModelCallError` naming the call."""
+    # annotated: mypy joins a tuple display with a starred tuple to tuple[object, ...]
+    caught: tuple[type[BaseException], ...] = (
+        json.JSONDecodeError, httpx2.HTTPError, pydantic.ValidationError, *model.sdk_errors)
     with model.transport.exchange(sink, name) as ex:
         try:
             yield ex
-        except (json.JSONDecodeError, httpx2.HTTPError, pydantic.ValidationError,
-                *model.sdk_errors) as exc:
+        except caught as exc:
             failure = classify(ex, exc)
             raise ModelCallError(
                 f"{model.provider} batch call {name!r} failed: {failure.message} (raw response: "
@@ -40,3 +42,9 @@ def parsed(parse: Callable[..., CallOutcome], *args: Any) -> tuple[CallOutcome |
     except (MalformedReplyError, pydantic.ValidationError, KeyError, TypeError,
             ValueError) as exc:
         return None, f"[malformed] {exc}"
+
+
+def custom_id(line: dict[str, Any]) -> str:
+    """A result line's `custom_id` ("" when it has none: it then matches no request)."""
+    value = line.get("custom_id")
+    return value if isinstance(value, str) else ""

@@ -36,6 +36,7 @@ from typing import Any, Callable
 from parquet_agent.models.fakes.server import FakeReply, ReceivedRequest
 
 Response = tuple[int, bytes, str]  # status, body, content type
+_Result = tuple[str, dict | None, str | None]  # custom_id, reply body, error
 _JSON = "application/json"
 
 
@@ -46,7 +47,7 @@ class _Batch:
     polls_left: int
     created_at: int
     extra: dict[str, Any] = field(default_factory=dict)
-    results: list[tuple[str, dict | None, str | None]] | None = None  # id, reply body, error
+    results: list[_Result] = field(default_factory=list)  # set when the batch leaves `running`
     state: str = "running"  # running | ended | expired | cancelled
 
 
@@ -86,7 +87,7 @@ class FakeBatches:
         if batch.polls_left > 0:
             batch.polls_left -= 1
             return
-        results = []
+        results: list[_Result] = []
         for i, (custom_id, body) in enumerate(batch.items):
             if self.expire_after is not None and i >= self.expire_after:
                 results.append((custom_id, None, "expired"))
@@ -129,7 +130,7 @@ def _openai(fb: FakeBatches, wire, req: ReceivedRequest) -> Response | None:
                            "purpose": "batch", "status": "processed"})
     if req.method == "POST" and path.endswith("/v1/batches"):
         body = req.json or {}
-        lines = [json.loads(x) for x in fb.files.get(body.get("input_file_id"), b"").splitlines()
+        lines = [json.loads(x) for x in fb.files.get(str(body.get("input_file_id")), b"").splitlines()
                  if x.strip()]
         batch = fb.create("batch_fake", [(x["custom_id"], x["body"]) for x in lines],
                           input_file_id=body.get("input_file_id"), endpoint=body.get("endpoint"))
@@ -191,7 +192,8 @@ def _multipart_file(req: ReceivedRequest) -> bytes:
     message = BytesParser(policy=HTTP).parsebytes(head + req.body)
     for part in message.iter_parts():
         if part.get_param("name", header="content-disposition") == "file":
-            return part.get_payload(decode=True)
+            payload = part.get_payload(decode=True)  # bytes for a part that is not multipart
+            return payload if isinstance(payload, bytes) else b""
     return b""
 
 
@@ -265,13 +267,13 @@ def _gemini(fb: FakeBatches, wire, req: ReceivedRequest) -> Response | None:
         return _json(200, _gemini_batch(batch))
     m = _GEMINI_GET.match(path)
     if m and req.method == "GET":
-        batch = fb.batches.get(m.group(2))
-        if batch is None:
+        found = fb.batches.get(m.group(2))
+        if found is None:
             return _not_found(wire, req)
-        model = batch.extra["model"]
-        fb.poll(batch, wire, lambda body: ReceivedRequest(
+        model = found.extra["model"]
+        fb.poll(found, wire, lambda body: ReceivedRequest(
             "POST", f"/v1/models/{model}:generateContent", {}, b"", body))
-        return _json(200, _gemini_batch(batch))
+        return _json(200, _gemini_batch(found))
     return None
 
 
