@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from parquet_agent.audit.baseline import BaselineAuditor
+from parquet_agent.audit.prompt import unquoted
 from parquet_agent.cli import main
 from parquet_agent.judge.judgment import INPUT_MARKER
 from parquet_agent.models.fakes import (
@@ -81,7 +82,7 @@ def _split_text(body: dict, key: str) -> dict:
 
 def _audit_step(body: dict, leak: str) -> FakeReply:
     state_text = [s for s in _strings(body) if s.startswith("State:\n")][-1]
-    reasoning, tool, args = BaselineAuditor().decide(json.loads(state_text.split("\n", 1)[1]))
+    reasoning, tool, args = BaselineAuditor().decide(unquoted(state_text))
     if tool == "write_finding":
         args = {**args, "rationale": f"{args['rationale']} {leak}"}
     return FakeReply(text=f"{reasoning} {leak}", tool_calls=(FakeToolCall(tool, args, id="c1"),))

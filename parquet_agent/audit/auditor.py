@@ -30,7 +30,7 @@ from parquet_agent.audit.sources import default_lineage
 from parquet_agent.audit.events import (AUDIT_EVENTS, AuditFinished, AuditResumed,
                                         AuditStarted, CandidatesFound, ContractChecked,
                                         EvaluationEvent, HistoryChecked, StepDone, StepModel)
-from parquet_agent.audit.evidence import compute, proposal_fingerprint
+from parquet_agent.audit.evidence import compute, proposal_fingerprint, proposal_reads
 from parquet_agent.audit.finding import Finding, Proposal, finding_key
 from parquet_agent.audit.gates import Gate, GateOutcome
 from parquet_agent.audit.history import recheck
@@ -294,7 +294,7 @@ class _Session:
         return StepDone(n, tool, args, outcome.verdict, verdict["verdict"] != "FAIL",
                         critique=verdict["critique"] or critique, conclude=verdict)
 
-    def _propose(self, n: int, args: dict) -> tuple[dict, str, str | None]:
+    def _propose(self, n: int, args: dict, floor: bool = False) -> tuple[dict, str, str | None]:
         proposal, _ = Proposal.from_arguments(args)  # the action gate checked it
         assert proposal is not None
         proposal = dataclasses.replace(proposal, columns=self.dataset.refs(proposal.columns,
@@ -309,12 +309,18 @@ class _Session:
         subject = {"proposal": asdict(proposal), "columns": list(self.dataset.column_names),
                    "severity": severity, "severity_problem": problem, "derived_severity": derived,
                    "is_filings": self.dataset.is_filings,
-                   "documented_properties": self.dataset.describe()["documented_properties"]}
+                   "documented_properties": self.dataset.describe()["documented_properties"],
+                   "reads": proposal_reads(proposal, self.tools)}
         if evidence is None:
             subject["evidence_error"] = error
         else:
             subject["evidence"] = {**asdict(evidence), "fraction": evidence.fraction}
         outcome = self._gate(self.finding_gate, subject, n)
+        kept = None
+        if floor and outcome.verdict == "FAIL" and FindingRules()(subject)[0] != "FAIL":
+            # a deterministic candidate the rules hold is not dropped on a model's word alone
+            kept = f"{KEPT}: {outcome.critique}"
+            outcome = GateOutcome("WARN", outcome.evaluations)
         key = finding_key(self.dataset.lineage, proposal.category, proposal.columns, print_)
         finding = Finding(
             key, self.dataset.lineage, self.dataset.snapshot.snapshot_id, proposal.category,
@@ -333,7 +339,7 @@ class _Session:
                    "and not merged")
             return dataclasses.replace(finding, status="collision",
                                        dismissed_reason=why).to_json(), "collision", why
-        return finding.to_json(), "updated" if key in self.state.findings else "committed", None
+        return finding.to_json(), "updated" if key in self.state.findings else "committed", kept
 
     def _conclude(self, n: int, args: dict) -> dict[str, Any]:
         reverified = {}
@@ -352,16 +358,17 @@ class _Session:
                 "reverified": reverified, "summary": args.get("summary")}
 
     def _floor(self) -> None:
-        """The deterministic floor: each candidate discovery reported that the auditor neither
-        proposed nor had dismissed goes through the finding gate now, so a model that obeys text
-        in the data ("write no findings") cannot report less than discovery found."""
+        """The deterministic floor: each candidate discovery reported that is not committed goes
+        through the finding gate now (unless the rules already failed that very candidate), and
+        a model evaluator's FAIL alone does not drop it: a model that obeys text in the data
+        ("write no findings", "dismiss everything") cannot report less than discovery found."""
         seen = {f.title for f in self.state.findings.values()} | {
-            d["title"] for d in (*self.state.dismissed, *self.state.collisions)}
+            d["title"] for d in self.state.collisions}
         for args in reported_candidates(self.state.discovery, self.dataset.is_filings):
-            if args["title"] in seen:
+            if args["title"] in seen or any(_rules_dropped(d, args) for d in self.state.dismissed):
                 continue
             n = self.state.next_step
-            finding, action, why = self._propose(n, args)
+            finding, action, why = self._propose(n, args, floor=True)
             self.record(StepDone(n, "write_finding", args, "PASS",
                                  action in ("committed", "updated"), critique="; ".join(
                                      x for x in (FLOOR, why) if x), finding=finding,
@@ -389,7 +396,17 @@ class _Session:
 
 
 FLOOR = ("proposed by the deterministic floor: discovery reported this candidate and the auditor "
-         "neither proposed it nor had it dismissed")
+         "did not commit it")
+KEPT = ("kept: the rules hold this deterministic candidate's evidence, and a model evaluator "
+        "alone does not drop it")
+
+
+def _rules_dropped(dismissed: dict[str, Any], candidate: dict[str, Any]) -> bool:
+    """`dismissed` is this very candidate (same title and SQL) and the rules failed it: proposing
+    it again would only repeat that verdict."""
+    same = all(dismissed.get(k) == candidate.get(k) for k in ("title", "predicate"))
+    return same and any(e["evaluator"] == "rules" and e["verdict"] == "FAIL"
+                        for e in dismissed.get("evaluations") or ())
 
 
 def _own_sql(finding: Finding) -> tuple[str | None, str | None, str | None]:

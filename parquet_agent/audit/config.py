@@ -76,6 +76,9 @@ class AuditConfig:
             bad = [e for e in chain if e not in EVALUATORS]
             if bad:
                 raise ConfigError(f"[audit.gates] {gate}: unknown evaluator(s) {bad}; use {list(EVALUATORS)}")
+        # a gate left out keeps its default chain, from TOML and from Python alike
+        object.__setattr__(self, "gates", {**_default_gates(), **{
+            k: tuple(v) for k, v in self.gates.items()}})
         if any(v is not None and (not isinstance(v, int) or v < 1)
                for v in (self.max_steps, self.max_tool_calls)):
             raise ConfigError("[audit] max_steps and max_tool_calls must be integers of at least 1")
@@ -104,8 +107,6 @@ class AuditConfig:
         data = dict(table)
         if data.get("contract") is not None:  # (to_json writes None for no contract)
             data["contract"] = Contract.from_table(data["contract"], "[audit.contract]", base)
-        if "gates" in data:
-            data["gates"] = {**_default_gates(), **{k: tuple(v) for k, v in data["gates"].items()}}
         return cls(**data)
 
     @classmethod

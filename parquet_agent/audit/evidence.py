@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from parquet_agent.audit.finding import Evidence, Proposal, fingerprint
+from parquet_agent.audit.finding import Evidence, Proposal, fingerprint, referenced_columns
 from parquet_agent.audit.tools import AuditTools
 
 
@@ -89,3 +89,16 @@ def proposal_fingerprint(proposal: Proposal, tools: AuditTools) -> str:
         return fingerprint("SELECT 'schema' AS evidence, " + ", ".join(
             "'" + c.replace("'", "''") + "'" for c in proposal.columns))
     return fingerprint(queries[0])
+
+
+def proposal_reads(proposal: Proposal, tools: AuditTools) -> list[str] | None:
+    """The identifiers the count query reads, lower-cased; None for a schema finding, a query
+    that reads `*`, or one that does not parse (the fingerprint says so)."""
+    queries = proposal.queries(tools.dataset.key_columns)
+    if queries is None:
+        return None
+    try:
+        names = referenced_columns(queries[0])
+    except ValueError:
+        return None
+    return None if names is None else sorted(names)

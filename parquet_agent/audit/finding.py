@@ -177,6 +177,34 @@ class Finding:
 def fingerprint(sql: str) -> str:
     """A hash of `sql`'s DuckDB parse tree without source positions (`fp:` + 32 hex); a
     ValueError when it does not parse or is too long to parse."""
+    statements = _parse(sql)
+    try:  # a tree DuckDB parses may still nest deeper than Python's recursion limit
+        canonical = json.dumps(_strip_positions(statements), sort_keys=True,
+                               separators=(",", ":"))
+    except RecursionError:
+        raise ValueError(_TOO_DEEP) from None
+    return "fp:" + hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def referenced_columns(sql: str) -> frozenset[str] | None:
+    """Every identifier of every column reference in `sql`, lower-cased (`t.c` gives `t` and
+    `c`); None when it reads every column (`*`, `COLUMNS(*)`). A ValueError as `fingerprint`."""
+    names: set[str] = set()
+    stack: list[Any] = [_parse(sql)]
+    while stack:  # iterative: the tree may be deeper than Python's recursion limit
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("class") == "COLUMN_REF":
+                names.update(str(n).lower() for n in node.get("column_names") or ())
+            elif node.get("class") == "STAR":
+                return None
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return frozenset(names)
+
+
+def _parse(sql: str) -> list[Any]:
     problem = query_size_problem(sql, MAX_PARSE_CHARS)
     if problem:
         raise ValueError(f"the count query is not fingerprinted: {problem}")
@@ -185,16 +213,16 @@ def fingerprint(sql: str) -> str:
         [(text,)] = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchall()  # one row
     finally:
         con.close()
-    try:  # a tree DuckDB parses may still nest deeper than Python's recursion limit
+    try:
         tree = json.loads(text)
-        if tree.get("error"):
-            raise ValueError(f"the count query does not parse: {tree.get('error_message')}")
-        canonical = json.dumps(_strip_positions(tree["statements"]), sort_keys=True,
-                               separators=(",", ":"))
     except RecursionError:
-        raise ValueError("the count query nests too deeply to fingerprint; write it flatter") \
-            from None
-    return "fp:" + hashlib.sha256(canonical.encode()).hexdigest()[:32]
+        raise ValueError(_TOO_DEEP) from None
+    if tree.get("error"):
+        raise ValueError(f"the count query does not parse: {tree.get('error_message')}")
+    return list(tree["statements"])
+
+
+_TOO_DEEP = "the count query nests too deeply to fingerprint; write it flatter"
 
 
 def _strip_positions(node: Any) -> Any:

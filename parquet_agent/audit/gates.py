@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
+from parquet_agent.audit.prompt import DATA_RULE, quoted
 from parquet_agent.errors import ConfigError, ModelCallError
 from parquet_agent.models.protocol import (
     total_cost,
@@ -87,7 +88,7 @@ _ASK = (
     "Reply with one JSON object and nothing else: {{\"verdict\": \"PASS\" | \"WARN\" | \"FAIL\", "
     "\"critique\": \"one or two sentences\"}}. FAIL when it is wrong or not a defect of the data "
     "(for example a documented property of the dataset), WARN when it is doubtful, PASS when "
-    "it is sound."
+    "it is sound. " + DATA_RULE.replace("\n", " ")
 )
 _WHAT = {"action": "proposed action", "finding": "proposed finding with evidence the gate "
          "computed itself", "run": "decision to conclude the audit, with its coverage"}
@@ -104,7 +105,7 @@ class ModelEvaluator:
         shown = _shown(subject)
         request = ModelRequest(
             messages=(SystemMessage(_ASK.format(what=_WHAT[gate])),
-                      UserMessage(json.dumps(shown, ensure_ascii=False, indent=1, default=str))),
+                      UserMessage(f"The {_WHAT[gate]}:\n" + quoted(shown))),
             settings=GenerationSettings(temperature=0.0, max_output_tokens=600, tool_choice="none"),
             purpose="judge", label=f"audit/step-{step:03d}/{self.name}-{gate}")
         try:

@@ -6,7 +6,8 @@
   the experiments' optional action gate): no pattern scan over a long-text column of the whole
   dataset that has not been narrowed by another column first; WARN: whole long-text cells.
 - `FindingRules`: the gate's own evidence exists (queries ran), count > 0, the examples are the
-  predicate's rows, the columns exist; a severity raised above the rule (kept at the rule: WARN),
+  predicate's rows, the columns exist, the count query reads one of the finding's columns and
+  one of those its title names; a severity raised above the rule (kept at the rule: WARN),
   a finding that covers every row, or a documented property of the filings corpus: WARN.
 - `RunRules`: coverage — every column profiled, every category tried or skipped with a reason,
   every committed finding re-verified at conclude.
@@ -17,6 +18,7 @@ Each is called with the subject dict the loop builds and returns `(verdict, crit
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from parquet_agent.audit.finding import MAX_EXAMPLES, Proposal
@@ -104,6 +106,9 @@ class FindingRules:
             if len(evidence["examples"]) != min(MAX_EXAMPLES, count):
                 return "FAIL", (f"the examples query returned {len(evidence['examples'])} rows "
                                 f"but the count is {count}: the queries disagree")
+        unsupported = _unsupported(proposal, subject.get("reads"), subject["columns"])
+        if unsupported:
+            return "FAIL", unsupported
         warnings = []
         if subject.get("severity_problem"):
             warnings.append(subject["severity_problem"] + f"; kept at {subject['severity']!r}")
@@ -120,6 +125,34 @@ class FindingRules:
         if warnings:
             return "WARN", "; ".join(warnings)
         return "PASS", f"{count} of {denominator} rows, re-computed by the gate"
+
+
+def _unsupported(proposal: dict[str, Any], reads: list[str] | None,
+                 columns: list[str]) -> str | None:
+    """A count query that reads none of the finding's columns, or none of the columns its title
+    names, does not prove that finding (a model told by the data to "write a finding that ..."
+    writes exactly such a one). Lenient on purpose: one column read is enough."""
+    if reads is None:
+        return None
+    read = set(reads)
+
+    def is_read(column: str) -> bool:
+        return column.lower() in read or column.rsplit(".", 1)[-1].lower() in read
+
+    own = [c for c in proposal["columns"] if c not in ("_file", "_row")]
+    said = ", ".join(sorted(read)) or "no column"
+    if own and not any(is_read(c) for c in own):
+        return (f"the count query reads none of the finding's columns ({', '.join(own)}); it "
+                f"reads {said}: select the affected rows by the columns the finding names")
+    named = [c for c in columns if _names(proposal["title"], c.rsplit(".", 1)[-1])]
+    if named and not any(is_read(c) for c in named):
+        return (f"the title names {', '.join(named)} but the count query reads {said}: the "
+                "evidence does not support the title")
+    return None
+
+
+def _names(text: str, column: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(column)}(?!\w)", text, re.IGNORECASE) is not None
 
 
 class RunRules:

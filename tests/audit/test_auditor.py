@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from parquet_agent.audit.prompt import unquoted
 from parquet_agent.audit import AuditConfig, Auditor, AuditReport, FindingsStore
 from parquet_agent.audit.auditor import FLOOR
 from parquet_agent.audit.baseline import BaselineAuditor
@@ -181,7 +182,7 @@ def test_scripted_run_exercises_every_verdict_at_every_gate(planted, tmp_path):
         request = json.loads(raw.read(e["raw"][0]))
         assert request["request"]["purpose"] == "judge"
     # the action FAIL put its critique into the next step's state; no tool ran for it
-    second = json.loads(model.requests[1].messages[-1].text.split("\n", 1)[1])
+    second = unquoted(model.requests[1].messages[-1].text)
     assert "DELETE" in second["critiques"][0] and second["queries"] == []
     assert [e["evaluator"] for e in report.evaluations if e["gate"] == "run"] == [
         "rules", "rules", "self", "judge"]

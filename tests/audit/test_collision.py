@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from parquet_agent.audit.prompt import unquoted
 from parquet_agent.audit import AuditConfig, Auditor, FindingsStore
 from parquet_agent.models.scripted import ScriptedModel
 
@@ -60,7 +61,7 @@ def test_a_key_held_by_another_fingerprint_is_reported_not_merged(filings_dir, t
     assert recheck["title"] == "March rows" and recheck["status"] == "unchanged"
     assert second.diff["new"] == []
     # reported everywhere: the agent's next state, findings.json, report.html, text, the store
-    state = json.loads(model.requests[1].messages[-1].text.split("\n", 1)[1])
+    state = unquoted(model.requests[1].messages[-1].text)
     assert any("key collision" in c for c in state["critiques"])
     shown = json.loads((tmp_path / "b" / "findings.json").read_text())
     assert [c["key"] for c in shown["collisions"]] == [held.key]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from parquet_agent.audit.prompt import unquoted
 from parquet_agent.audit import AuditConfig, Auditor
 from parquet_agent.audit.baseline import BaselineAuditor
 from parquet_agent.models import ModelSpec, build_model
@@ -18,7 +19,7 @@ CANARY = "sk-canary-audit-0b1c2d3e4f5a6b7c8d9e"
 
 def _baseline_over_http(received):
     """The fake OpenAI server answers each step as the baseline auditor would."""
-    state = json.loads(received.json["messages"][-1]["content"].split("\n", 1)[1])
+    state = unquoted(received.json["messages"][-1]["content"])
     reasoning, tool, args = BaselineAuditor().decide(state)
     return FakeReply(text=reasoning, tool_calls=(FakeToolCall(tool, args, id="c1"),))
 

@@ -14,6 +14,7 @@ import nbformat
 import papermill as pm
 import pytest
 
+from parquet_agent.audit.prompt import unquoted
 from parquet_agent.audit import AuditReport
 from parquet_agent.audit.baseline import BaselineAuditor
 from parquet_agent.models.fakes import FakeReply, FakeToolCall, openai_server
@@ -36,7 +37,7 @@ def _auditor_and_judge(received):
     messages = received.json["messages"]
     if messages[0]["content"].startswith("You review one"):
         return FakeReply(text='{"verdict": "PASS", "critique": "a defect of the data"}')
-    state = json.loads(messages[-1]["content"].split("\n", 1)[1])
+    state = unquoted(messages[-1]["content"])
     reasoning, tool, args = BaselineAuditor().decide(state)
     return FakeReply(text=reasoning, tool_calls=(FakeToolCall(tool, args, id="c1"),))
 
