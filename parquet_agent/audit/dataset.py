@@ -51,6 +51,7 @@ from parquet_agent.corpus.snapshot import CorpusSnapshot
 ROW_KEY = ("_file", "_row")
 ALIAS = "data"  # the one table of a one-table dataset
 # What is documented about the filings corpus, so an auditor does not report it as a defect.
+FILINGS_KEYS = ("file_stem",)  # documented unique (FILINGS_PROPERTIES)
 FILINGS_PROPERTIES = (
     "A row is a filing record, not a unique document: the same md5 under different file_stem "
     "values is a documented duplicate document, a defect only beyond what is expected.",
@@ -201,7 +202,7 @@ class Dataset:
     @property
     def key_columns(self) -> tuple[str, ...]:
         """What examples show to identify a row: the row key, and file_stem for filings."""
-        return (("file_stem",) if self.is_filings else ()) + ROW_KEY
+        return (FILINGS_KEYS if self.is_filings else ()) + ROW_KEY
 
     # -- what the sandbox builds and the agent is told -----------------------------------------
 

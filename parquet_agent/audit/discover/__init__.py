@@ -135,10 +135,12 @@ def _orders(probe: Probe, table: Table, found: Discovery) -> None:
 def _keys(probe: Probe, table: Table, found: Discovery) -> None:
     profiles = found.profiles[table.view]
     referenced = {r.key for r in found.references if r.target == table.view}
-    columns = [c for c, p in profiles.items() if keys.key_candidate(p) or c in referenced]
+    columns = [c for c, p in profiles.items() if keys.key_candidate(p) or c in referenced
+               or c in table.documented_keys]
     counts = keys.count_keys(probe, table, columns)
     found.keys[table.view] = [c for c, k in counts.items() if k.unique]
     for column, count in counts.items():
-        dup = keys.duplicates(table, count, profiles[column], column in referenced)
+        dup = keys.duplicates(table, count, profiles[column], column in referenced,
+                              column in table.documented_keys)
         if dup is not None:
             found.candidates.append(dup)

@@ -73,6 +73,7 @@ class Table:
     view: str
     columns: tuple[tuple[str, str], ...]  # (name, kind)
     rows: int
+    documented_keys: tuple[str, ...] = ()  # columns the dataset documents as unique
 
     def of_kind(self, *kinds: str) -> list[str]:
         return [name for name, kind in self.columns if kind in kinds]

@@ -72,13 +72,15 @@ def count_keys(probe: Probe, table: Table, columns: list[str]) -> dict[str, KeyC
 
 
 def duplicates(table: Table, count: KeyCount, profile: ColumnProfile,
-               referenced: bool) -> Candidate | None:
-    """The finding for a near-key's duplicated values (None for a key or a non-key)."""
+               referenced: bool, documented: bool = False) -> Candidate | None:
+    """The finding for a near-key's duplicated values (None for a key or a non-key); a key
+    the dataset documents is one however many of its values repeat."""
     repeated = count.non_null - count.distinct
-    if count.unique or repeated > max(1.0, NEAR_KEY * count.non_null):
+    if count.unique or (repeated > max(1.0, NEAR_KEY * count.non_null) and not documented):
         return None
     c = q(count.column)
-    evidence = ("another table refers to it" if referenced else
+    evidence = ("the dataset documents it as unique" if documented else
+                "another table refers to it" if referenced else
                 "its name marks an identifier" if key_named(count.column) else
                 "it is a fixed-width code" if fixed_width_code(profile) else None)
     rationale = (f"{count.column} is a key for all but {count.duplicated_rows} of its "

@@ -4,12 +4,12 @@ alias `data`, so the findings of a one-table dataset keep the keys they had befo
 
 from __future__ import annotations
 
-from parquet_agent.audit.dataset import ALIAS, Dataset
+from parquet_agent.audit.dataset import ALIAS, FILINGS_KEYS, Dataset
 from parquet_agent.audit.discover.base import Table, kind_of
 
 
 def tables_of(dataset: Dataset) -> list[Table]:
     return [Table(ALIAS if dataset.single else t.name,
                   tuple((c.name, kind_of(c.arrow or c.type)) for c in t.columns if not c.nested),
-                  t.rows)
+                  t.rows, FILINGS_KEYS if t.is_filings else ())
             for t in dataset.tables]
