@@ -37,20 +37,22 @@ def isolated_env(home: Path) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def parquet_agent_lab(root: Path, home: Path, env: dict[str, str] | None = None
+def parquet_agent_lab(root: Path, home: Path, env: dict[str, str] | None = None, *,
+                      python: Path | None = None, user: str | None = None
                       ) -> Iterator[tuple[str, str, Path]]:
-    """`python -m parquet_agent lab` in `root` until the server answers; yields (url, token,
-    log file holding its stderr). Stopped with SIGTERM at the end: the command execs Lab, so
-    the signal reaches JupyterLab itself."""
+    """`python -m parquet_agent lab` in `root` (as `user` with `python`, default this one)
+    until the server answers; yields (url, token, log file holding its stderr). Stopped with
+    SIGTERM at the end: the command execs Lab, so the signal reaches JupyterLab itself."""
     port, token = _free_port(), secrets.token_hex(16)
     log_path = home / "lab.log"
     with open(log_path, "wb") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "parquet_agent", "lab", "--", "--no-browser",
+            [str(python or sys.executable), "-m", "parquet_agent", "lab", "--", "--no-browser",
              "--ip=127.0.0.1", f"--port={port}", f"--IdentityProvider.token={token}",
              "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None",
              "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-            cwd=root, env=env or isolated_env(home), stdout=subprocess.DEVNULL, stderr=log)
+            cwd=root, env=env or isolated_env(home), stdout=subprocess.DEVNULL, stderr=log,
+            user=user, group=user and "nogroup", extra_groups=[] if user else None)
         url = f"http://127.0.0.1:{port}"
         try:
             for _ in range(600):

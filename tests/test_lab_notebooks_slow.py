@@ -1,18 +1,22 @@
 """JupyterLab as a user runs it (slow tier, `pytest -m slow`; CI runs it once): `parquet-agent
-lab` (JupyterLab from this environment, the `lab` extra; as root in CI), the project's
-`parquet-agent` kernel and save hook registered by our own `install_kernel` /
-`install_server_config` (in an isolated prefix), headless Debian Chromium driven by Playwright.
+lab` (JupyterLab from this environment, the `lab` extra), the project's `parquet-agent` kernel
+and save hook registered by our own `install_kernel` / `install_server_config`, headless Debian
+Chromium driven by Playwright in a 1400-px window. Twice: as root (how CI and many containers
+run; the command adds --allow-root itself) with the kernel in an isolated prefix, and as user
+nobody from a virtualenv of its own (`parquet-agent lab` registers the kernel there itself).
 
-In a copy of notebooks/ and configs/ over a 300-row synthetic sample: run_experiment.ipynb is
-opened and run twice (two runs to compare), then explore_run.ipynb (the CaseExplorer rendered,
-a strategy chosen, a case picked, a tool call expanded, its links served, not file://) and
-compare_runs.ipynb; every cell of each ran without an error output and the page raised no
-error; a save leaves the notebook on disk without outputs. Screenshot: docs/img/explorer-lab.png.
+In a copy of notebooks/ and configs/ over a 300-row synthetic sample, every notebook with its
+defaults: run_experiment.ipynb is opened and run twice (two runs to compare), then
+explore_run.ipynb (the CaseExplorer rendered, a strategy chosen, a case picked, a tool call
+expanded, its links served, not file://), compare_runs.ipynb and audit_dataset.ipynb; every
+cell of each ran without an error output and the page raised no error; a save leaves the
+notebook on disk without outputs. Screenshot (root): docs/img/explorer-lab.png.
 """
 
 from __future__ import annotations
 
 import json
+import pwd
 import shutil
 import subprocess
 import sys
@@ -54,14 +58,27 @@ KERNEL_READY = """() => { const w = window.jupyterapp && window.jupyterapp.shell
   return !!k && k.connectionStatus === 'connected' && k.status === 'idle'; }"""
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """`parquet-agent lab` over a copy of the notebooks (as root here: CI runs as root, and the
-    command must then start Lab by itself); yields (url, token, root)."""
+@pytest.fixture(scope="module", params=["root", "nobody"])
+def lab(request, tmp_path_factory):
+    """`parquet-agent lab` over a copy of the notebooks; yields (url, token, root, user)."""
     pytest.importorskip("jupyterlab", reason="the lab extra: pip install -e '.[lab]'")
-    from parquet_agent.cli.lab import KERNEL_NAME, install_kernel, install_server_config
+    if request.param == "root":
+        home = tmp_path_factory.mktemp("lab")
+        root = _copy(home)
+        with parquet_agent_lab(root, home, _as_root(home)) as (url, token, _):
+            yield url, token, root, "root"
+        return
+    python = _own_environment(request.getfixturevalue("nobody_python"))
+    home = request.getfixturevalue("public_tmp") / "lab"
+    root = _copy(home)
+    env = isolated_env(home) | {"HOME": str(home)}
+    subprocess.run(["chown", "-R", "nobody:", str(home)], check=True)
+    with parquet_agent_lab(root, home, env, python=python, user="nobody") as (url, token, _):
+        yield url, token, root, "nobody"
 
-    home = tmp_path_factory.mktemp("lab")
+
+def _copy(home: Path) -> Path:
+    """notebooks/ and configs/ beside a 300-row sample built into data/sample."""
     root = home / "root"
     shutil.copytree(REPO / "notebooks", root / "notebooks")
     shutil.copytree(REPO / "configs", root / "configs")
@@ -70,17 +87,43 @@ def lab(tmp_path_factory):
                  ["corpus", "index", str(sample)]):
         subprocess.run([sys.executable, "-m", "parquet_agent", *args], check=True, cwd=REPO,
                        capture_output=True)
+    return root
+
+
+def _as_root(home: Path) -> dict[str, str]:
+    """The kernel and save hook in a prefix of their own (this environment is not ours)."""
+    from parquet_agent.cli.lab import KERNEL_NAME, install_kernel, install_server_config
+
     kernel = install_kernel(prefix=home / "prefix")
     assert kernel.name == KERNEL_NAME
     install_server_config(prefix=home / "prefix")
-    env = {**isolated_env(home), "JUPYTER_PATH": str(home / "prefix" / "share" / "jupyter"),
-           "JUPYTER_CONFIG_PATH": str(home / "prefix" / "etc" / "jupyter")}
-    with parquet_agent_lab(root, home, env) as (url, token, _):
-        yield url, token, root
+    return {**isolated_env(home), "JUPYTER_PATH": str(home / "prefix" / "share" / "jupyter"),
+            "JUPYTER_CONFIG_PATH": str(home / "prefix" / "etc" / "jupyter")}
+
+
+def _own_environment(python: Path) -> Path:
+    """User nobody's virtualenv made like one a user installs: JupyterLab's application files
+    and extensions (share/jupyter, hard-linked: read only) and its Jupyter config (etc/jupyter,
+    copied: `parquet-agent lab` writes it) beside its interpreter, where Lab looks; a kernels
+    folder of its own, where `parquet-agent lab` registers the kernel."""
+    prefix = python.parents[1]
+    for part in ("share/jupyter", "etc/jupyter"):
+        shutil.rmtree(prefix / part, ignore_errors=True)
+        (prefix / part).parent.mkdir(parents=True, exist_ok=True)
+    share = prefix / "share" / "jupyter"
+    if subprocess.run(["cp", "-al", f"{sys.prefix}/share/jupyter", str(share)],
+                      capture_output=True).returncode != 0:
+        shutil.copytree(Path(sys.prefix) / "share" / "jupyter", share)  # another file system
+    shutil.rmtree(share / "kernels", ignore_errors=True)
+    (share / "kernels").mkdir()
+    shutil.copytree(Path(sys.prefix) / "etc" / "jupyter", prefix / "etc" / "jupyter")
+    subprocess.run(["chown", "-R", "nobody:", str(share / "kernels"), str(prefix / "etc")],
+                   check=True)
+    return python
 
 
 def _open(browser, url: str, token: str, name: str):
-    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.errors = []
     page.on("pageerror", lambda e: page.errors.append(str(e)))
     # ?reset: a fresh workspace, so the previous notebook's tab is not restored beside it
@@ -114,7 +157,7 @@ def _run_all(page, timeout_ms: int = 900_000) -> None:
 def test_every_notebook_runs_in_jupyterlab_and_the_explorer_works(lab, browser):
     from playwright.sync_api import expect
 
-    url, token, root = lab
+    url, token, root, user = lab
     page = _open(browser, url, token, "run_experiment")
     _run_all(page)
     _run_all(page)  # a second run, for compare_runs
@@ -148,13 +191,23 @@ def test_every_notebook_runs_in_jupyterlab_and_the_explorer_works(lab, browser):
     page.mouse.move(0, 0)
     page.evaluate("() => document.querySelector('.widget-select').closest("
                   "'.jp-OutputArea-output').scrollIntoView({block: 'start'})")
-    IMG.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(IMG / "explorer-lab.png"))
+    if user == "root":
+        IMG.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(IMG / "explorer-lab.png"))
     assert page.errors == []
     page.close()
 
     page = _open(browser, url, token, "compare_runs")
     _run_all(page)
     expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible(timeout=60_000)
+    assert page.errors == []
+    page.close()
+
+    page = _open(browser, url, token, "audit_dataset")  # its defaults: data/sample, runs/
+    _run_all(page)
+    expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible(timeout=60_000)
+    assert (root / "runs" / "audit-notebook" / "planted-baseline" / "manifest.json").exists()
+    assert not (root / "notebooks" / "runs").exists()  # nothing stray beside the notebooks
+    assert pwd.getpwuid((root / "runs" / "audit-notebook").stat().st_uid).pw_name == user
     assert page.errors == []
     page.close()
