@@ -175,21 +175,22 @@ class Tools:
             except UnicodeDecodeError:
                 return error_result(name, arguments, "validation", "arguments are not valid UTF-8 JSON")
         if isinstance(arguments, str):  # raw argument text (OpenAI sends JSON text)
-            if len(arguments) > MAX_ARGUMENT_CHARS:  # refused before json.loads reads it
-                return error_result(name, arguments[:2000], "validation", _TOO_LONG)
+            text = arguments
+            if len(text) > MAX_ARGUMENT_CHARS:  # refused before json.loads reads it
+                return error_result(name, text[:2000], "validation", _TOO_LONG)
             try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
+                arguments = json.loads(text) if text.strip() else {}
             except ValueError as exc:
-                return error_result(name, arguments[:2000], "validation", f"arguments are not valid JSON: {exc}")
+                return error_result(name, text[:2000], "validation", f"arguments are not valid JSON: {exc}")
             except RecursionError:
-                return error_result(name, arguments[:2000], "validation", _TOO_DEEP)
+                return error_result(name, text[:2000], "validation", _TOO_DEEP)
         if arguments is None:
             arguments = {}
         if nesting_exceeds(arguments, MAX_ARGUMENT_DEPTH):  # before anything recurses into it
             return error_result(name, "<arguments not shown: nested too deeply>", "validation", _TOO_DEEP)
-        args, problem = self.offer.checks[name].check(arguments)
-        if problem is not None:
-            return error_result(name, arguments, "validation", problem)
+        args = self.offer.checks[name].check(arguments)
+        if isinstance(args, str):  # what is wrong with them
+            return error_result(name, arguments, "validation", args)
         if scope is not None:
             stem = args.get("file_stem")
             if stem is not None and stem not in scope:
@@ -242,14 +243,11 @@ class Tools:
         timings = Timings(
             round(answer.queue_ms, 3), round(answer.run_ms, 3), round((time.perf_counter() - started) * 1000, 3)
         )
-        common = dict(
-            timings=timings,
-            worker_id=data.get("worker_id"),
-            peak_rss_bytes=data.get("peak_rss_bytes"),
-        )
+        worker_id, peak_rss_bytes = data.get("worker_id"), data.get("peak_rss_bytes")
         if data.get("ok"):
-            result = ToolResult(name, args, True, data.get("output"), None, truncated=data.get("truncated"),
-                                skip_index=data.get("skip_index"), **common)
+            result = ToolResult(name, args, True, data.get("output"), None, timings,
+                                worker_id=worker_id, peak_rss_bytes=peak_rss_bytes,
+                                truncated=data.get("truncated"), skip_index=data.get("skip_index"))
             if len(result.model_text()) <= self.output_limits.hard_limit_chars():
                 return result
             data = {"error": {"kind": "too_large", "message": (
@@ -262,7 +260,8 @@ class Tools:
             err = ToolError(kind, message)
         except ValueError:
             err = ToolError("worker_crashed", f"{kind}: {message}")
-        return ToolResult(name, args, False, None, err, **common)
+        return ToolResult(name, args, False, None, err, timings, worker_id=worker_id,
+                          peak_rss_bytes=peak_rss_bytes)
 
     def _describe(self, args: dict, started: float, scope: tuple[str, ...] | None) -> ToolResult:
         files = [

@@ -59,7 +59,8 @@ class RowIndex:
         i = bisect_sorted(self._stems, file_stem)
         if i == len(self._stems) or self._stems[i].as_py() != file_stem:
             return None
-        page = tuple(int(column[i]) for column in self._pages)
+        offset, size, row = (int(column[i]) for column in self._pages)  # the PAGE_COLUMNS
+        page = (offset, size, row)
         return RowLocation(self._files[self._codes[i]], int(self._groups[i]), int(self._rows[i]),
                            page if page[0] >= 0 else None)
 

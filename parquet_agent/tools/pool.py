@@ -18,6 +18,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from parquet_agent.errors import CorpusError, UsageError
 from parquet_agent.tools.wire import failure, read_frame, write_frame
@@ -126,7 +127,7 @@ class WorkerPool:
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def _start(self) -> None:
+    def _start(self) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(
             [sys.executable, "-s", "-m", "parquet_agent.tools.server"],
             stdin=subprocess.PIPE,
@@ -137,11 +138,12 @@ class WorkerPool:
             close_fds=True,
             start_new_session=True,  # a Ctrl-C in the notebook does not reach the workers
         )
-        write_frame(proc.stdin.fileno(), {"config": self._config})
-        ready = read_frame(proc.stdout)
+        stdin, stdout, stderr = _pipes(proc)
+        write_frame(stdin.fileno(), {"config": self._config})
+        ready = read_frame(stdout)
         if not ready or not ready.get("ready"):
             proc.kill()
-            err = proc.stderr.read().decode("utf-8", "replace")[-2000:]
+            err = stderr.read().decode("utf-8", "replace")[-2000:]
             raise CorpusError(
                 "the tool worker server could not start over this corpus (is every file and "
                 f"the _index readable?): {err.strip().splitlines()[-1] if err.strip() else 'no output'}"
@@ -151,14 +153,16 @@ class WorkerPool:
         self.starts += 1
         threading.Thread(target=self._read_answers, args=(proc,), daemon=True, name="tools-answers").start()
         threading.Thread(target=self._drain_stderr, args=(proc,), daemon=True, name="tools-stderr").start()
+        return proc
 
     def _ensure_running(self) -> subprocess.Popen:
         with self._start_lock:
             if self._closed:
                 raise UsageError("this Tools is closed; open a new one with Tools.open(...)")
-            if self._proc is None or self._proc.poll() is not None:
-                self._start()
-            return self._proc
+            proc = self._proc
+            if proc is None or proc.poll() is not None:
+                proc = self._start()
+            return proc
 
     def close(self) -> None:
         with self._start_lock:
@@ -167,7 +171,7 @@ class WorkerPool:
         if proc is None:
             return
         try:
-            proc.stdin.close()  # the server kills running children and exits
+            _pipes(proc)[0].close()  # the server kills running children and exits
             proc.wait(timeout=5)
         except (OSError, subprocess.TimeoutExpired):
             proc.kill()
@@ -198,7 +202,7 @@ class WorkerPool:
                 self._slots[job_id] = slot
             try:
                 with self._write_lock:
-                    write_frame(proc.stdin.fileno(), {"id": job_id, "tool": tool, "args": args})
+                    write_frame(_pipes(proc)[0].fileno(), {"id": job_id, "tool": tool, "args": args})
             except OSError:
                 slot.answer = _crashed("the tool worker server is gone; the next call starts a new one")
                 slot.event.set()
@@ -228,13 +232,13 @@ class WorkerPool:
     def _read_answers(self, proc: subprocess.Popen) -> None:
         while True:
             try:
-                frame = read_frame(proc.stdout)
+                frame = read_frame(_pipes(proc)[1])
             except (OSError, ValueError):
                 frame = None
             if frame is None:
                 break
             with self._slots_lock:
-                slot = self._slots.get(frame.get("id"))
+                slot = self._slots.get(frame.get("id", -1))  # ids count from 1
             if slot is not None:
                 slot.answer = frame
                 slot.event.set()
@@ -247,8 +251,15 @@ class WorkerPool:
                 slot.event.set()
 
     def _drain_stderr(self, proc: subprocess.Popen) -> None:
-        for line in proc.stderr:
+        for line in _pipes(proc)[2]:
             self._stderr_tail.append(line.decode("utf-8", "replace").rstrip())
+
+
+def _pipes(proc: subprocess.Popen) -> tuple[IO[bytes], IO[bytes], IO[bytes]]:
+    """stdin, stdout and stderr of the server (`_start` opens all three as pipes)."""
+    if proc.stdin is None or proc.stdout is None or proc.stderr is None:
+        raise ValueError("the tool worker server was started without its three pipes")
+    return proc.stdin, proc.stdout, proc.stderr
 
 
 def _crashed(message: str) -> dict:

@@ -38,17 +38,18 @@ def required_text(tree: dict) -> AllOf | AnyOf | Literal | None:
     if tree.get("error") or len(statements) != 1:
         return None
     root = statements[0].get("node")
-    reads, ctes = [], []
+    reads: list[dict | None] = []
+    ctes: list[str] = []
     _collect(root, reads, ctes)
-    if len(reads) != 1 or TABLE in ctes:
+    select = reads[0] if len(reads) == 1 else None  # _collect leaves one read only if plain
+    if select is None or TABLE in ctes:
         return None
-    select = reads[0]
     if select.get("sample") or select["from_table"].get("sample"):
         return None
     return _need(select.get("where_clause"))
 
 
-def _collect(node: Any, reads: list, ctes: list) -> None:
+def _collect(node: Any, reads: list[dict | None], ctes: list[str]) -> None:
     """Every reference to `filings` (the SELECT node when it is that SELECT's whole FROM, else
     None) and every CTE name, walked iteratively."""
     stack = [node]
@@ -191,7 +192,9 @@ def like_parts(pattern: str, escape: str | None) -> list[str] | None:
 def regex_runs(pattern: str) -> list[str] | None:
     """Literal runs an RE2 pattern requires, or None when the pattern is not simple enough
     (alternation, groups, unknown escapes) to say."""
-    runs, current, i = [], [], 0
+    runs: list[str] = []
+    current: list[str] = []
+    i = 0
 
     def flush():
         if current:

@@ -35,7 +35,9 @@ import sysconfig
 import threading
 import time
 import zoneinfo
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 
@@ -148,9 +150,9 @@ class Capabilities:
     landlock_abi: int
 
     @classmethod
-    def detect(cls, environ: dict[str, str] | None = None) -> Capabilities:
-        environ = os.environ if environ is None else environ
-        assume_none = environ.get(NO_LANDLOCK_ENV, "").strip() not in ("", "0")
+    def detect(cls, environ: Mapping[str, str] | None = None) -> Capabilities:
+        env = os.environ if environ is None else environ
+        assume_none = env.get(NO_LANDLOCK_ENV, "").strip() not in ("", "0")
         return cls(root=os.geteuid() == 0, landlock_abi=0 if assume_none else landlock_abi())
 
     @property
@@ -276,7 +278,7 @@ def fd_path(fd: int) -> str:
     return f"/proc/self/fd/{fd}"
 
 
-_BASE_CONFIG = {
+_BASE_CONFIG: dict[str, str | int | float | list[str]] = {  # duckdb.connect's config type
     "threads": 1,
     "async_threads": 0,  # 2.0 defaults to 8 I/O threads: more VmPeak under RLIMIT_AS (B.6i)
     "temp_directory": "",
@@ -338,7 +340,7 @@ def dataset_views(files: dict[str, str], views: dict[str, list]) -> dict[str, st
     with a streaming `row_number()` when the file hides DuckDB's virtual `file_row_number`
     behind a column of that name (one thread keeps the file's order)."""
     def one(part: str | dict) -> str:
-        spec = {"file": part} if isinstance(part, str) else part
+        spec: dict[str, Any] = {"file": part} if isinstance(part, str) else part
         name = spec["file"]
         select = spec.get("select")
         columns = ["*"] if select is None else [

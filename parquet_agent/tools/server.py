@@ -30,8 +30,12 @@ import selectors
 import signal
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from parquet_agent.tools.wire import FRAME_HEADER, failure, frame_body, read_frame, write_frame
+
+if TYPE_CHECKING:  # annotations only: the server imports DuckDB where it connects
+    import duckdb
 
 MAX_RESULT_BYTES = 16 * 1024 * 1024
 KILL_GRACE_SECONDS = 2.0
@@ -126,8 +130,8 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> None:  # pragma: no cover - 
                 if not chunk:
                     open_input = False
                     selector.unregister(stdin_fd)
-                    for child in children.values():
-                        _kill(child.pid)
+                    for running in children.values():
+                        _kill(running.pid)
                     if spare is not None:
                         _retire(spare)
                         spare = None
@@ -242,13 +246,16 @@ def _prepare(config: dict, files: dict[str, int]):  # pragma: no cover - runs in
     # not safe, so with any extra thread the children connect themselves).
     paths = [fd_path(fd) for fd in files.values()]
     views = _views(config, files)
-    corpus_con = connect_corpus(paths, limits, views)
-    empty_con = connect_locked([], {}, limits)
+    # None below: the children connect themselves
+    corpus_con: duckdb.DuckDBPyConnection | None = connect_corpus(paths, limits, views)
+    empty_con: duckdb.DuckDBPyConnection | None = connect_locked([], {}, limits)
     for con in (corpus_con, empty_con):  # warm the parser and json_serialize_sql once
-        con.execute(parse_select(con, "SELECT 1")).fetchall()
+        if con is not None:
+            con.execute(parse_select(con, "SELECT 1")).fetchall()
     if len(os.listdir("/proc/self/task")) != 1:
-        corpus_con.close()
-        empty_con.close()
+        for con in (corpus_con, empty_con):
+            if con is not None:
+                con.close()
         corpus_con = empty_con = None
     ctx = Context(
         files=files,

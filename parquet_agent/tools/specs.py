@@ -187,9 +187,10 @@ class ArgumentCheck:
         self.name = func.__name__
         self._model = arguments_model(func)
 
-    def check(self, arguments: Any) -> tuple[dict | None, str | None]:
+    def check(self, arguments: Any) -> dict[str, Any] | str:
+        """The validated arguments (defaults filled in), or what is wrong with them."""
         if not isinstance(arguments, dict):
-            return None, f"arguments of {self.name} must be a JSON object, not {type(arguments).__name__}"
+            return f"arguments of {self.name} must be a JSON object, not {type(arguments).__name__}"
         try:
             parsed = self._model.model_validate(arguments)
         except ValidationError as exc:
@@ -197,5 +198,5 @@ class ArgumentCheck:
                 f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
                 for e in exc.errors(include_url=False)[:5]
             )
-            return None, f"invalid arguments for {self.name}: {problems}"
-        return parsed.model_dump(), None
+            return f"invalid arguments for {self.name}: {problems}"
+        return parsed.model_dump()

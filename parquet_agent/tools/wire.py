@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import struct
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 FRAME_HEADER = struct.Struct(">I")
 
@@ -24,7 +24,7 @@ def write_frame(fd: int, obj: dict[str, Any]) -> None:
         view = view[os.write(fd, view) :]
 
 
-def read_frame(stream: BinaryIO) -> dict[str, Any] | None:
+def read_frame(stream: IO[bytes]) -> dict[str, Any] | None:
     """One frame from a blocking binary stream; None at end of stream."""
     head = _read_exactly(stream, FRAME_HEADER.size)
     if head is None:
@@ -50,7 +50,7 @@ def failure(kind: str, message: str) -> dict[str, Any]:
     return {"ok": False, "error": {"kind": kind, "message": message}}
 
 
-def _read_exactly(stream: BinaryIO, size: int) -> bytes | None:
+def _read_exactly(stream: IO[bytes], size: int) -> bytes | None:
     data = bytearray()
     while len(data) < size:
         chunk = stream.read(size - len(data))

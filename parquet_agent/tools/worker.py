@@ -126,10 +126,10 @@ def _answer(result_fd: int, answer: dict) -> None:  # pragma: no cover - in a ch
 
 def _run(job: dict, ctx: Context, watchdog: Watchdog) -> dict:
     try:
-        output, truncated, *skip = _dispatch(job["tool"], job["args"], ctx, watchdog)
+        output, truncated, skip = _dispatch(job["tool"], job["args"], ctx, watchdog)
         answer = {"ok": True, "output": output, "truncated": truncated}
-        if skip and skip[0] is not None:  # for the record, never the model: outputs stay comparable
-            answer["skip_index"] = skip[0].to_json()
+        if skip is not None:  # for the record, never the model: outputs stay comparable
+            answer["skip_index"] = skip.to_json()
         return answer
     except (JobError, GateRejection) as exc:
         return _error(exc.kind, exc.message, ctx)
@@ -191,15 +191,18 @@ def _sql_message(exc: duckdb.Error, job: dict) -> str:
 # -- the jobs ---------------------------------------------------------------------------------
 
 
-def _dispatch(tool: str, args: dict, ctx: Context, watchdog: Watchdog) -> tuple[Any, Any]:
+def _dispatch(tool: str, args: dict, ctx: Context, watchdog: Watchdog
+              ) -> tuple[Any, Any, SkipReport | None]:
+    """(output, what the limits cut or None, the skip index's report or None) of one job."""
     if tool == "sql":
         return _sql(args["query"], args.get("file_stem"), ctx, watchdog, args.get("scope"))
     if tool == "read_filing":
-        return _read_filing(ctx, watchdog, **args)
+        return (*_read_filing(ctx, watchdog, **args), None)
     if tool == "search_headers":
-        return _search_headers(ctx, watchdog, **args)
+        return (*_search_headers(ctx, watchdog, **args), None)
     if tool == "probe":
-        return _empty_con(ctx).execute("SELECT 42").fetchone()[0], None
+        [(answer,)] = _empty_con(ctx).execute("SELECT 42").fetchall()  # one row
+        return answer, None, None
     raise JobError("unknown_tool", f"no such job {tool!r}")
 
 
@@ -310,9 +313,9 @@ def _locate_row(file_stem: str, columns: list[str] | None, ctx: Context,
         return row
     for file in ctx.files:
         handle = _parquet(file, ctx)
-        found = _find(handle, file_stem)
-        if found is not None:
-            return handle.read_row_group(found[0], columns=columns, use_threads=False).slice(found[1], 1)
+        at = _find(handle, file_stem)
+        if at is not None:
+            return handle.read_row_group(at[0], columns=columns, use_threads=False).slice(at[1], 1)
     raise JobError("not_found", _not_found(file_stem))
 
 
@@ -320,10 +323,11 @@ def _read_row(found: RowLocation, columns: list[str] | None, ctx: Context, group
     """One indexed row; `groups` caches the row-group reads that several rows can share."""
     handle = _parquet(found.file, ctx)
     names = list(columns or handle.schema_arrow.names)
-    by_page = found.page is not None and "parsed_md" in names
-    if by_page:
+    page = found.page if "parsed_md" in names else None
+    by_page = page is not None
+    if page is not None:
         try:
-            text = _read_text(found, handle, ctx)
+            text = _read_text(found, page, handle, ctx)
         except PageFormatError:
             by_page = False  # the row group has it too
     read = [n for n in names if n != "parsed_md"] if by_page else names
@@ -337,11 +341,12 @@ def _read_row(found: RowLocation, columns: list[str] | None, ctx: Context, group
     return row.add_column(names.index("parsed_md"), field, pa.array([text], field.type))
 
 
-def _read_text(found: RowLocation, handle: pq.ParquetFile, ctx: Context) -> str | None:
-    """`parsed_md` of an indexed row, decompressing only its data page (`corpus/pages.py`)."""
+def _read_text(found: RowLocation, page: tuple[int, int, int], handle: pq.ParquetFile,
+               ctx: Context) -> str | None:
+    """`parsed_md` of an indexed row, decompressing only its data `page` (`corpus/pages.py`)."""
     column = handle.schema_arrow.get_field_index("parsed_md")
     codec, nullable = column_format(handle.metadata, found.row_group, column)
-    offset, size, row_in_page = found.page
+    offset, size, row_in_page = page
     value = read_cell(ctx.files[found.file], offset, size, row_in_page, codec=codec, nullable=nullable)
     return None if value is None else value.decode("utf-8")
 
@@ -453,7 +458,7 @@ def _windows(text: str, base: dict, start: int, max_chars: int, pattern: str) ->
 
 
 def _search_headers(ctx: Context, watchdog: Watchdog, query: str, page: int, page_size: int,
-                    scope: list[str] | None = None) -> tuple[Any, Any, SkipReport | None]:
+                    scope: list[str] | None = None) -> tuple[Any, Any]:
     if ctx.header_search is None:
         raise JobError(
             "not_found",
