@@ -35,6 +35,7 @@ in `parquet_agent.tools` (`sql`, `timeout`, `memory`, `cpu`, `worker_crashed`, `
 from __future__ import annotations
 
 import errno
+from typing import TypeGuard
 
 
 class ParquetAgentError(Exception):
@@ -139,7 +140,8 @@ _FAULTS = {  # errno -> (what happened, what to do)
 MACHINE_ERRNOS = frozenset(_FAULTS) - {errno.ENOENT}
 
 
-def is_machine_fault(exc: BaseException) -> bool:
+def is_machine_fault(exc: BaseException) -> TypeGuard[OSError]:
+    """Whether `exc` is an OSError of the machine (disk full, I/O error, ...; MACHINE_ERRNOS)."""
     return isinstance(exc, OSError) and exc.errno in MACHINE_ERRNOS
 
 
