@@ -46,8 +46,11 @@ def _comparable(a: ColumnProfile, b: ColumnProfile) -> bool:
         return False
     if a.kind in ("date", "timestamp"):
         return True
-    la, ha, lb, hb = a.quantile(0.05), a.quantile(0.95), b.quantile(0.05), b.quantile(0.95)
-    return None not in (la, ha, lb, hb) and la <= hb and lb <= ha  # type: ignore[operator]
+    qa, qb = a.quantiles_at(0.05, 0.95), b.quantiles_at(0.05, 0.95)
+    if qa is None or qb is None:
+        return False
+    (la, ha), (lb, hb) = qa, qb
+    return la <= hb and lb <= ha
 
 
 def candidates(probe: Probe, table: Table,

@@ -87,10 +87,9 @@ def _no_zero(p: ColumnProfile, x: str) -> str:
 
 def _column(table: Table, column: str, p: ColumnProfile, high: list, low: list) -> list[Candidate]:
     out: list[Candidate] = []
-    median = p.quantile(0.5)
+    at = p.quantiles_at(0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
     bounds = domain(column)
-    inside = bounds is not None and None not in (p.quantile(0.01), p.quantile(0.99)) and \
-        bounds[0] <= p.quantile(0.01) and p.quantile(0.99) <= bounds[1]  # type: ignore[operator]
+    inside = bounds is not None and at is not None and bounds[0] <= at[0] and at[6] <= bounds[1]
     # a column mostly outside its domain is another unit or encoding, not a few bad rows
     if bounds is not None and inside and p.low is not None and p.high is not None and (
             p.low < bounds[0] or p.high > bounds[1]):
@@ -99,18 +98,19 @@ def _column(table: Table, column: str, p: ColumnProfile, high: list, low: list) 
             f"{column} outside [{bounds[0]:g}, {bounds[1]:g}] in {table.view}",
             f"{column} is named as a quantity whose values lie in [{bounds[0]:g}, {bounds[1]:g}]",
             f"{q(column)} < {bounds[0]} OR {q(column)} > {bounds[1]}"))
-    if median is None:
+    if at is None:  # no quantiles, so no median
         return out
-    central = (p.quantile(0.05), p.quantile(0.95))
+    _, low_5, low_25, median, high_75, high_95, _ = at
+    central = (low_5, high_95)
     for side, values in (("above", [float(v) for v in high]), ("below", [-float(v) for v in low])):
-        quartile = p.quantile(0.75) if side == "above" else -p.quantile(0.25)  # type: ignore[operator]
+        quartile = high_75 if side == "above" else -low_25
         centre = median if side == "above" else -median
         hit = isolated(values, centre, (quartile or centre) - centre)
         if hit is None:
             continue
         r, cut = hit
         cut = cut if side == "above" else -cut
-        flipped = all(central[0] <= -v <= central[1] for v in (values[:r] if side == "above" else [-v for v in values[:r]]))  # type: ignore[operator]
+        flipped = all(central[0] <= -v <= central[1] for v in (values[:r] if side == "above" else [-v for v in values[:r]]))
         shown = ", ".join(f"{(v if side == 'above' else -v):g}" for v in values[:r])
         nearest = values[r] if side == "above" else -values[r]
         op = ">" if side == "above" else "<"

@@ -42,6 +42,12 @@ class ColumnProfile:
             return None
         return self.quantiles[QUANTILES.index(p)]
 
+    def quantiles_at(self, *ps: float) -> tuple[float, ...] | None:
+        """The quantiles at `ps` (each one of QUANTILES), or None: a column has all or none."""
+        if not self.quantiles:
+            return None
+        return tuple(self.quantiles[QUANTILES.index(p)] for p in ps)
+
     @property
     def free_text(self) -> bool:
         """Names, addresses, sentences: words, not codes."""
