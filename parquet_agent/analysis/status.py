@@ -23,6 +23,7 @@ import psutil
 
 from parquet_agent.analysis.fold import fold_run, planned_case_ids
 from parquet_agent.errors import RunError
+from parquet_agent.store.journal import RUN_JOURNAL
 from parquet_agent.transcript import RunFinished, RunStarted
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def run_status(run: Run, fold: RunFold | None = None) -> RunStatus:
     finished = [c.status for c in cases if c.finished]
     complete, incomplete, failed = (finished.count(k) for k in ("complete", "incomplete", "failed"))
     unfinished = None if planned is None else planned - complete - incomplete - failed
-    sessions = [e.payload for e in run.run_events()
+    sessions = [e.payload for e in run.case_events(RUN_JOURNAL)
                 if isinstance(e.payload, (RunStarted, RunFinished))]
     if planned is None:
         status = "no manifest"

@@ -60,7 +60,7 @@ class AuditRun(Run):
         return row | {"status": report.status, "findings": len(report.findings),
                       "cost_usd": float("nan") if report.cost_usd is None else report.cost_usd}
 
-    def verify_notes(self) -> list[str]:
+    def _verify_notes(self) -> list[str]:
         """An audit folder from before audits were hashed says so (its manifest unchecked)."""
         if "manifest_hash" not in self.manifest:
             return ["manifest.json of an audit written before audits were hashed: its fields "

@@ -2,11 +2,19 @@
 from it: the fold, the frames, the judgings, the comparison with another experiment.
 
     run = open_experiment("runs/2026-11-30-smoke")
+    run.completed_cases()         case ids whose journal ends the case (`case_finished`)
+    run.failed_cases()            those whose latest `case_finished` is `failed` (retryable)
+    run.replay(case_id)           CaseReplay: what a resumed agent reuses instead of paying again
+    run.run_journal(); run.run_events()   the run-level journal (sessions, health, drift)
+    run.all_events(); run.read_raw(path)
     run.summary(); run.cases_df(); run.attempts_df(); run.tool_calls_df(); run.ledger()
     run.fold()                    RunFold: every case's view and the run's figures
     run.rejudge(judge)            judge saved cases again (`judge.rejudge`), nothing overwritten
     run.judgings(); run.set_primary_judge(id); run.judge_agreement()
     run.compare(old)              paired comparison with an older experiment (`analysis.compare`)
+
+A case is done when its journal has `case_finished`; a case with `case_failed` but no
+`case_finished` is redone on resume (its successful turns are still replayed).
 
 `create_run(store, config, frozen)` makes a new experiment folder: its manifest holds the config,
 its hash and the frozen inputs (`store.manifest.freeze`).
@@ -15,6 +23,7 @@ its hash and the frozen inputs (`store.manifest.freeze`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,9 +40,13 @@ from parquet_agent.judge import Judge
 from parquet_agent.judge.rejudge import JudgingResult, rejudge, set_primary
 from parquet_agent.models.batch import Polling
 from parquet_agent.models.protocol import Model
+from parquet_agent.store.casejournal import CaseJournal
+from parquet_agent.store.journal import RUN_JOURNAL
 from parquet_agent.store.manifest import FROZEN_FIELDS, RECORDED_FIELDS
 from parquet_agent.store.run import MANIFEST, Run
 from parquet_agent.store.runstore import RunStore
+from parquet_agent.store.unclaimed import unclaimed_exchanges
+from parquet_agent.transcript import CaseFinished, CaseReplay, Event
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,6 +56,53 @@ KIND = "experiment"
 
 class ExperimentRun(Run):
     """An experiment's run folder; see the module docstring."""
+
+    # -- case bookkeeping (what a resume runs again and replays) ------------------------------
+
+    def run_journal(self) -> CaseJournal:
+        """The run-level journal (sessions, health checks, drift), for appending."""
+        return self.journal(RUN_JOURNAL)
+
+    def run_events(self) -> tuple[Event, ...]:
+        """The run-level journal's events, in order."""
+        return self.case_events(RUN_JOURNAL)
+
+    def all_events(self) -> dict[str, tuple[Event, ...]]:
+        """Events of every journal (the run journal under `_run`), offloaded texts unresolved."""
+        return {cid: self.journal_read(path).events for cid, path in self.journal_paths().items()
+                if cid not in self.JOURNAL_FAMILIES}
+
+    def failed_cases(self) -> set[str]:
+        """Case ids whose latest `case_finished` has status `failed` (what `--retry-failed`
+        runs again; their earlier events stay in the journal)."""
+        failed = set()
+        for cid, events in self.all_events().items():
+            finished = [e.payload for e in events if isinstance(e.payload, CaseFinished)]
+            if cid != RUN_JOURNAL and finished and finished[-1].status == "failed":
+                failed.add(cid)
+        return failed
+
+    def completed_cases(self) -> set[str]:
+        """Case ids whose journal holds `case_finished` (any status): never run again."""
+        return {cid for cid, events in self.all_events().items()
+                if cid != RUN_JOURNAL and any(isinstance(e.payload, CaseFinished) for e in events)}
+
+    def replay(self, case_id: str) -> CaseReplay:
+        """The saved state of one case: its successful turns in order, tool results by call
+        id, latest judgment, and paid responses on disk that no journal line claims yet
+        (`store.unclaimed`): what a resumed agent reuses instead of calling a model again."""
+        events = self.case_events(case_id)
+        replay = CaseReplay.from_events(case_id, events)
+        if not replay.sessions:
+            return replay
+        # a case started before may have stopped between a paid response and its journal line
+        return replace(replay, unclaimed=unclaimed_exchanges(self.raw, case_id, events))
+
+    def read_raw(self, path: str) -> bytes:
+        """The exact stored bytes of one raw file (a run-relative `raw/...` path)."""
+        return self.raw.read(path)
+
+    # -- the experiment's figures -------------------------------------------------------------
 
     def planned_case_ids(self) -> list[str]:
         """Every case of the frozen grid: question ids x models x strategies."""

@@ -16,10 +16,11 @@ from typing import Any
 from parquet_agent.corpus.snapshot import CorpusSnapshot
 from parquet_agent.errors import HealthCheckError, ModelCallError, SnapshotChangedError
 from parquet_agent.experiment.config import ExperimentConfig, case_id
+from parquet_agent.experiment.run import ExperimentRun
 from parquet_agent.judge import Judge
 from parquet_agent.judge.negotiate import negotiate
 from parquet_agent.models.protocol import GenerationSettings, Model, ModelRequest, UserMessage
-from parquet_agent.store import CorpusDrift, ModelAttempt, Run
+from parquet_agent.store import CorpusDrift, ModelAttempt
 from parquet_agent.analysis.fold import CaseView, fold_case
 
 
@@ -112,7 +113,8 @@ class DriftWatch:
                 self.journal.append(CorpusDrift(excluded_new_files=new))
 
 
-def health_checks(run: Run, session: int, config: ExperimentConfig, models: dict[str, Model],
+def health_checks(run: ExperimentRun, session: int, config: ExperimentConfig,
+                  models: dict[str, Model],
                   judge: Judge, keep_going: bool) -> str | None:
     """One recorded health call per model and for the judge, then the way the judge is asked
     for its judgment (returned; see `judge_format`); HealthCheckError on the first that fails
@@ -143,7 +145,7 @@ def health_checks(run: Run, session: int, config: ExperimentConfig, models: dict
     return judge_format(run, session, config, judge, keep_going)
 
 
-def judge_format(run: Run, session: int, config: ExperimentConfig, judge: Judge,
+def judge_format(run: ExperimentRun, session: int, config: ExperimentConfig, judge: Judge,
                  keep_going: bool) -> str | None:
     """How the judge's server takes a structured judgment (`judge.negotiate`), journaled; a
     judge that can judge in no way stops the run here, unless `keep_going`. A batch judge
@@ -162,7 +164,7 @@ def judge_format(run: Run, session: int, config: ExperimentConfig, judge: Judge,
     return found.mode
 
 
-def _refuse(message: str, run: Run, keep_going: bool) -> None:
+def _refuse(message: str, run: ExperimentRun, keep_going: bool) -> None:
     """A failed check stops the run before any case (HealthCheckError), unless `keep_going`."""
     if not keep_going:
         raise HealthCheckError(f"{message} No case was run (run folder {run.dir}); fix the "

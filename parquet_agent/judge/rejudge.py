@@ -144,7 +144,7 @@ def case_input(run: Run, case_id: str) -> tuple[JudgeInput | None, str | None, d
 
 def _original_input(run: Run, path: str) -> dict[str, Any] | None:
     try:
-        return judge_input(wire_body(parse_record(path, run.read_raw(path))))
+        return judge_input(wire_body(parse_record(path, run.raw.read(path))))
     except (RunError, OSError, KeyError, ValueError):
         return None
 

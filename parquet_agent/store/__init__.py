@@ -9,8 +9,11 @@ once, a hashed manifest, verify and resume bookkeeping. It knows no experiment a
     run.close()
 
     run = store.open(run_id, writable=True); run.check_resume(frozen, config_dict)
-    run.replay(case_id)        # saved turns and tool results: resume without new model calls
+    run.case_events(case_id)   # a journal's events, in order
     run.verify()               # manifest hash, raw digests, journal damage
+
+A kind's bookkeeping is the kind's: an experiment's `replay(case_id)` (saved turns and tool
+results: resume without new model calls) is on `experiment.run.ExperimentRun`.
 
 Modules: `blobs` (content-addressed raw store), `journal` (journal files; the events and their
 codec are `parquet_agent.transcript`'s), `casejournal` (one case's journal: offloading, sealing),

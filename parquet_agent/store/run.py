@@ -4,35 +4,32 @@ A `Run` comes from `RunStore.create(...)` (writable, manifest frozen) or `RunSto
 (read-only unless `writable=True`). A writable Run holds the folder's writer lock until `close()`.
 
     run.raw                       RawStore: the RawSink for model adapters (`raw/...` paths)
-    run.journal(case_id)          CaseJournal of one case (`run.run_journal()` for run-level
-                                  events): `.append(payload) -> Event`, `.append_many([...])`
-                                  (one fdatasync for several events); large tool texts go to
-                                  raw/, a finished case's journal is sealed (gzip)
-    run.case_events(case_id)      its events, offloaded texts resolved
+    run.run_id, run.kind          the folder's name; "experiment", "audit", ... (manifest `kind`)
+    run.manifest                  the frozen manifest
+    run.journal(journal_id)       CaseJournal of one case (`RUN_JOURNAL` for run-level events,
+                                  a kind's own journal of `JOURNAL_FAMILIES` with its family):
+                                  `.append(payload) -> Event`, `.append_many([...])` (one
+                                  fdatasync for several events); large tool texts go to raw/,
+                                  a finished case's journal is sealed (gzip)
+    run.case_ids()                case ids that have a journal
+    run.case_events(case_id)      its events, offloaded texts resolved (`run.resolve(event)`)
+    run.journal_paths()           journal id -> file; `run.journal_read(path)` reads one (cached)
     run.check_resume(frozen, config)   ResumeRefusedError naming what changed
-    run.completed_cases()         case ids whose journal ends the case (`case_finished`)
-    run.failed_cases()            those whose latest `case_finished` is `failed` (retryable)
-    run.replay(case_id)           CaseReplay: saved successful turns in order, tool results by
-                                  call id, latest judgment, and paid responses on disk that no
-                                  journal line claims yet (store.unclaimed): what a resumed
-                                  agent reuses instead of calling a model again
+    run.record_commitments()      the `case_sealed` records a crash left out, appended
     run.verify()                  VerifyReport: manifest hash, raw digests, journal damage
-    run.kind                      "experiment", "audit", ... (the manifest's `kind`)
+    run.close()                   journals, raw store and writer lock released
     open_run(run_or_path)         a Run from a Run, a run folder or a str path
 
 This is the run-folder core: it knows no experiment and no audit. What a kind of run adds (the
-experiment's fold, frames and judging: `experiment.run.ExperimentRun`; the audit's report and
-findings: `audit.run.AuditRun`) lives with that kind, as a subclass.
-
-A case is done when its journal has `case_finished`; a case with `case_failed` but no
-`case_finished` is redone on resume (its successful turns are still replayed).
+experiment's case bookkeeping, replay, fold, frames and judging: `experiment.run.ExperimentRun`;
+the audit's report and findings: `audit.run.AuditRun`) lives with that kind, as a subclass.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -52,8 +49,7 @@ from parquet_agent.store.integrity import (
 )
 from parquet_agent.store.journal import RUN_JOURNAL, Journal, JournalRead, read_journal
 from parquet_agent.store.manifest import compare_frozen, manifest_hash, read_manifest
-from parquet_agent.store.unclaimed import unclaimed_exchanges
-from parquet_agent.transcript import CaseFinished, CaseReplay, Event, EventFamily
+from parquet_agent.transcript import CASE_EVENTS, Event, EventFamily
 
 MANIFEST = "manifest.json"
 JOURNAL_DIR = "journal"
@@ -157,14 +153,11 @@ class Run:
                 self._raw = RawStore(self.dir, writable=self.writable)
             return self._raw
 
-    def read_raw(self, path: str) -> bytes:
-        """The exact stored bytes of one raw file (a run-relative `raw/...` path)."""
-        return self.raw.read(path)
-
     # -- journals -------------------------------------------------------------------------------
 
     def journal(self, case_id: str) -> CaseJournal:
-        """The append-only journal of `case_id` (opened once per Run; thread-safe)."""
+        """The append-only journal of `case_id` (opened once per Run; thread-safe): a case's,
+        the run journal (`RUN_JOURNAL`) or a kind's own (`JOURNAL_FAMILIES`, its family)."""
         if case_id != RUN_JOURNAL:
             check_case_id(case_id)
         if not self.writable:
@@ -173,13 +166,11 @@ class Run:
             journal = self._journals.get(case_id)
             if journal is None:
                 path = self.dir / JOURNAL_DIR / f"{case_id}.jsonl"
+                family = self.JOURNAL_FAMILIES.get(case_id, CASE_EVENTS)
                 journal = self._journals[case_id] = CaseJournal(
-                    case_id, Journal(path), lambda: self.raw, self.run_journal)
+                    case_id, Journal(path, family=family), lambda: self.raw,
+                    lambda: self.journal(RUN_JOURNAL))
         return journal
-
-    def run_journal(self) -> CaseJournal:
-        """The run-level journal (sessions, health checks, drift), for appending."""
-        return self.journal(RUN_JOURNAL)
 
     def journal_paths(self) -> dict[str, Path]:
         """Case id -> journal file (`.jsonl`, or `.jsonl.gz` once sealed)."""
@@ -220,39 +211,6 @@ class Run:
     def resolve(self, event: Event) -> Event:
         """`event` with an offloaded tool text read back from the raw store."""
         return resolve_offloaded(event, self.raw)
-
-    def run_events(self) -> tuple[Event, ...]:
-        """The run-level journal's events, in order."""
-        return self.case_events(RUN_JOURNAL)
-
-    def all_events(self) -> dict[str, tuple[Event, ...]]:
-        """Events of every journal (the run journal under `_run`), offloaded texts unresolved."""
-        return {cid: self.journal_read(path).events for cid, path in self.journal_paths().items()
-                if cid not in self.JOURNAL_FAMILIES}
-
-    def failed_cases(self) -> set[str]:
-        """Case ids whose latest `case_finished` has status `failed` (what `--retry-failed`
-        runs again; their earlier events stay in the journal)."""
-        failed = set()
-        for cid, events in self.all_events().items():
-            finished = [e.payload for e in events if isinstance(e.payload, CaseFinished)]
-            if cid != RUN_JOURNAL and finished and finished[-1].status == "failed":
-                failed.add(cid)
-        return failed
-
-    def completed_cases(self) -> set[str]:
-        """Case ids whose journal holds `case_finished` (any status): never run again."""
-        return {cid for cid, events in self.all_events().items()
-                if cid != RUN_JOURNAL and any(isinstance(e.payload, CaseFinished) for e in events)}
-
-    def replay(self, case_id: str) -> CaseReplay:
-        """The saved state of one case: see `CaseReplay`."""
-        events = self.case_events(case_id)
-        replay = CaseReplay.from_events(case_id, events)
-        if not replay.sessions:
-            return replay
-        # a case started before may have stopped between a paid response and its journal line
-        return replace(replay, unclaimed=unclaimed_exchanges(self.raw, case_id, events))
 
     # -- freezing and resuming -------------------------------------------------------------------
 
@@ -301,9 +259,9 @@ class Run:
             torn += found_torn
             bodies += found_bodies
         return VerifyReport(not problems, tuple(problems), tuple(torn), bodies,
-                            tuple(self.verify_notes() + self._journal_notes))
+                            tuple(self._verify_notes() + self._journal_notes))
 
-    def verify_notes(self) -> list[str]:
+    def _verify_notes(self) -> list[str]:
         """What `verify` could not check, in words (a kind of run with older folders says)."""
         return []
 
@@ -345,7 +303,7 @@ class Run:
         named; return how many. A resume calls it, and a judging for its own journal."""
         missing = uncommitted(self._journals_read(), only=only)
         if missing:
-            self.run_journal().append_many(list(missing))
+            self.journal(RUN_JOURNAL).append_many(list(missing))
         return len(missing)
 
     def close(self) -> None:

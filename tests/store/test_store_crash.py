@@ -21,9 +21,10 @@ _PLAYER = textwrap.dedent("""
     from dataclasses import asdict
     sys.path.insert(0, sys.argv[3])
     from store_fixtures import conversation_bodies, make_attempt, make_reply
+    from parquet_agent.experiment.run import experiment_store
     from parquet_agent.store import (CaseFinished, CaseStarted, ModelAttempt, ModelTurn,
-                                     RunStore, ToolCallEvent)
-    run = RunStore(sys.argv[1]).open(sys.argv[2], writable=True)
+                                     ToolCallEvent)
+    run = experiment_store(sys.argv[1]).open(sys.argv[2], writable=True)
     done = run.completed_cases()
     for i in range(10_000):
         case = f"Q{i:04d}__flash__sql"
