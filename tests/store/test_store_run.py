@@ -297,3 +297,18 @@ def test_run_compare_pairs_cases_with_an_older_run(tmp_path):
     assert comparison.warnings == ()  # same prompts, tools, corpus and config
     overall = comparison.by_cell.set_index(["model", "strategy"]).loc[("(all)", "(all)")]
     assert overall["cases"] == 6 and overall["regressed"] == 0
+
+
+def test_the_core_run_is_small_and_the_experiment_keeps_its_bookkeeping():
+    """Issue 26 item 1: the run-folder core a writer uses has about ten public names; an
+    experiment's case bookkeeping is `ExperimentRun`'s, not every kind's."""
+    from parquet_agent.experiment.run import ExperimentRun
+    from parquet_agent.store import Run
+
+    core = {n for n in dir(Run) if not n.startswith("_")}
+    assert core == {"JOURNAL_FAMILIES", "case_events", "case_ids", "check_resume", "close",
+                    "journal", "journal_paths", "journal_read", "kind", "manifest", "raw",
+                    "record_commitments", "resolve", "run_id", "verify"}
+    bookkeeping = {"all_events", "completed_cases", "failed_cases", "read_raw", "replay",
+                   "run_events", "run_journal"}
+    assert bookkeeping <= {n for n in dir(ExperimentRun) if not n.startswith("_")}
