@@ -21,6 +21,8 @@
     │   └── HealthCheckError          a model failed its health call: the run stopped before
     │                                 any case (`--keep-going` runs anyway)
     ├── ExportError                   a run folder the exporter cannot read
+    │   └── CaseRecordError           an exported case record of the wrong shape (names the
+    │                                 file and each bad field)
     └── EngineError                   Ray missing or unreachable, no usable node, a node's
                                       corpus differing from the snapshot (names node and file)
 
@@ -171,6 +173,11 @@ class RunInterrupted(KeyboardInterrupt):
 
 class ExportError(ParquetAgentError):
     """A run folder the exporter cannot read."""
+
+
+class CaseRecordError(ExportError):
+    """A case record (`cases/<id>.json`) that does not validate as a `CaseRecord`: the message
+    names the file and each bad field's path."""
 
 
 class EngineError(ParquetAgentError):

@@ -8,7 +8,7 @@
 one model (or one strategy). Without `--full`, long texts (tool outputs,
 requests) are cut to a preview and raw files are named; `--full` prints the complete tool
 outputs and the exact text of every raw request and response of the case (every attempt, the
-judge's included); `--json` prints the case record (the dict `cases/<case-id>.json` holds).
+judge's included); `--json` prints the case record (the JSON `cases/<case-id>.json` holds).
 
 The record is built from the run's journal and raw files on the spot (read-only), so it works on
 any saved run, exported or not. A question, model or method the run does not have exits with
@@ -28,6 +28,7 @@ from typing import Any, TextIO
 from parquet_agent.console import stdout_closed
 from parquet_agent.errors import ParquetAgentError, UsageError
 from parquet_agent.escape import terminal
+from parquet_agent.report.case_model import CaseRecord, RawInline
 from parquet_agent.report.case_record import RunSource, build_case
 
 PREVIEW = 600
@@ -122,91 +123,91 @@ class _Printer:
             text = text[:PREVIEW] + f"\n... ({len(text) - PREVIEW} more characters; use --full)"
         self.field(name, text)
 
-    def raw(self, name: str, raw: dict[str, Any] | None) -> None:
+    def raw(self, name: str, raw: RawInline | None) -> None:
         if raw is None:
             self.field(name, "(not recorded)")
             return
-        self.field(name, f"{raw['path']} ({raw['bytes']} bytes, {raw['sha256']})")
+        self.field(name, f"{raw.path} ({raw.bytes} bytes, {raw.sha256})")
         if self.full:
-            self.block("  exact content", raw.get("text") if raw.get("text") is not None
-                       else "(base64) " + raw.get("base64", ""))
+            self.block("  exact content", raw.text if raw.text is not None
+                       else "(base64) " + (raw.base64 or ""))
 
 
-def print_case(c: dict[str, Any], out: TextIO = sys.stdout, *, full: bool = False,
+def print_case(c: CaseRecord, out: TextIO = sys.stdout, *, full: bool = False,
                source: RunSource | None = None) -> None:
     """Print the record `c`; with `full` and the run's `source`, every attempt's raw request
     and response too (exact text), not only the final-answer and judge exchanges."""
     p = _Printer(out, full)
-    m, j = c["model"], c.get("judgment")
-    p.line(f"case {c['case_id']}  (run {c['run_id']})")
+    m, j = c.model, c.judgment
+    p.line(f"case {c.case_id}  (run {c.run_id})")
     p.head("1. question, reference, model, status, answer")
-    p.field("question", c["question"])
-    p.field("reference", c["reference_answer"] if c["reference_answer"] is not None
+    p.field("question", c.question)
+    p.field("reference", c.reference_answer if c.reference_answer is not None
             else "(not recorded: the judge never saw this case)")
-    p.field("model", f"{m['name']}: requested {m['requested_provider']}/{m['requested_model']}, "
-            f"actual {m['actual_provider']}/{m['actual_model']}")
-    p.field("strategy", c["strategy"])
-    p.field("status", f"{c['status']} ({c['status_reason']})")
-    p.field("final answer", c["final_answer"] if c["final_answer"] is not None else "(none)")
+    p.field("model", f"{m.name}: requested {m.requested_provider}/{m.requested_model}, "
+            f"actual {m.actual_provider}/{m.actual_model}")
+    p.field("strategy", c.strategy)
+    p.field("status", f"{c.status} ({c.status_reason})")
+    p.field("final answer", c.final_answer if c.final_answer is not None else "(none)")
     p.head("2. tool counts, rounds, attempts, cost, timing")
-    p.field("tool counts", ", ".join(f"{k}={v}" for k, v in c["tool_counts"].items()))
-    t, cost = c["tokens"], c["cost"]
-    p.field("tokens", f"in {t['input']}, out {t['output']}, cached {t['cached']}, "
-            f"reasoning {t['reasoning']}")
-    p.field("cost USD", cost["usd"] if cost["usd"] is not None
-            else f"unknown ({cost['unknown_attempts']} attempts without a cost)")
-    p.field("timing", f"{c['timing']['started_at']} -> {c['timing']['ended_at']}, "
-            f"wall {c['timing']['wall_ms']} ms")
-    p.head(f"3. tool calls ({len(c['tool_calls'])})")
-    for i, call in enumerate(c["tool_calls"], 1):
-        state = "ok" if call["ok"] else f"ERROR {call['error_kind']}: {call['error_message']}"
-        cache = "cache hit" if call["cache_hit"] else ("worker" if call["dispatched"]
-                                                      else "not dispatched")
-        p.line(f"  #{i} turn {call['turn']} {call['name']} [{call['call_id']}] {state}; {cache}")
-        p.field("  arguments", json.dumps(call["arguments"], ensure_ascii=False, sort_keys=True))
-        if call["offsets"]:
-            p.field("  offsets", "; ".join(f"{o['file_stem']} [{o['start']}, {o['end']})"
-                                           for o in call["offsets"]))
-        p.block("  returned", json.dumps(call["output"], ensure_ascii=False, indent=1))
+    p.field("tool counts", ", ".join(f"{k}={v}" for k, v in c.tool_counts.items()))
+    t, cost = c.tokens, c.cost
+    p.field("tokens", f"in {t.input}, out {t.output}, cached {t.cached}, "
+            f"reasoning {t.reasoning}")
+    p.field("cost USD", cost.usd if cost.usd is not None
+            else f"unknown ({cost.unknown_attempts} attempts without a cost)")
+    p.field("timing", f"{c.timing.started_at} -> {c.timing.ended_at}, "
+            f"wall {c.timing.wall_ms} ms")
+    p.head(f"3. tool calls ({len(c.tool_calls)})")
+    for i, call in enumerate(c.tool_calls, 1):
+        state = "ok" if call.ok else f"ERROR {call.error_kind}: {call.error_message}"
+        cache = "cache hit" if call.cache_hit else ("worker" if call.dispatched
+                                                   else "not dispatched")
+        p.line(f"  #{i} turn {call.turn} {call.name} [{call.call_id}] {state}; {cache}")
+        p.field("  arguments", json.dumps(call.arguments, ensure_ascii=False, sort_keys=True))
+        if call.offsets:
+            p.field("  offsets", "; ".join(f"{o.file_stem} [{o.start}, {o.end})"
+                                           for o in call.offsets))
+        p.block("  returned", json.dumps(call.output, ensure_ascii=False, indent=1))
     p.head("4. final-answer request")
-    p.raw("request", c["final_request"])
-    p.raw("response", c["final_response"])
-    if c.get("latest_request"):
-        p.raw("latest context sent", c["latest_request"])
-    if c.get("incomplete"):
-        inc = c["incomplete"]
-        p.field("latest request", inc["latest_request_path"])
+    p.raw("request", c.final_request)
+    p.raw("response", c.final_response)
+    if c.latest_request:
+        p.raw("latest context sent", c.latest_request)
+    if c.incomplete:
+        inc = c.incomplete
+        p.field("latest request", inc.latest_request_path)
         p.field("missing raw requests", "; ".join(
-            f"{x.get('label') or 'turn ' + str(x.get('turn'))} attempt {x.get('attempt')}: "
-            f"{x['why']}" for x in inc["missing_raw_requests"]) or "none")
+            f"{x.label or 'turn ' + str(x.turn)} attempt {x.attempt}: "
+            f"{x.why}" for x in inc.missing_raw_requests) or "none")
         p.field("tool outputs not in latest request",
-                ", ".join(inc["unsent_tool_outputs"]) or "none")
+                ", ".join(inc.unsent_tool_outputs) or "none")
     p.head("5. judge")
     if j is None:
         p.line("  not judged")
     else:
-        p.field("scores", f"correctness {j['correctness']}, citation support "
-                f"{j['citation_support']}" + ("" if j["scored"] else
-                                              f" (unscored: {j['unscored_reason']})"))
-        p.field("rationale", j["rationale"])
-        p.raw("judge request", j["request"])
-        p.raw("judge response", j["response"])
-    p.head(f"6. API attempts ({len(c['attempts'])})")
-    for a in c["attempts"]:
-        usage, acost = a.get("usage") or {}, a.get("cost") or {}
-        p.line(f"  {a.get('label')} #{a.get('number')} {a.get('purpose')} {a.get('outcome')}"
-               f"{': ' + str(a['error']) if a.get('error') else ''}; "
-               f"{a.get('actual_provider') or 'unverified'}/{a.get('actual_model') or 'unverified'}; "
-               f"{a.get('duration_ms')} ms; "
-               f"tokens {usage.get('input_tokens')}/{usage.get('output_tokens')}; "
-               f"USD {acost.get('usd')} ({acost.get('source')})")
-        for kind in ("request", "response"):
-            path = a.get(f"{kind}_path")
-            missing = "" if a.get(f"{kind}_in_store") else "  [MISSING]"
+        p.field("scores", f"correctness {j.correctness}, citation support "
+                f"{j.citation_support}" + ("" if j.scored else
+                                           f" (unscored: {j.unscored_reason})"))
+        p.field("rationale", j.rationale)
+        p.raw("judge request", j.request)
+        p.raw("judge response", j.response)
+    p.head(f"6. API attempts ({len(c.attempts)})")
+    for a in c.attempts:
+        usage, acost = a.usage, a.cost
+        p.line(f"  {a.label} #{a.number} {a.purpose} {a.outcome}"
+               f"{': ' + str(a.error) if a.error else ''}; "
+               f"{a.actual_provider or 'unverified'}/{a.actual_model or 'unverified'}; "
+               f"{a.duration_ms} ms; "
+               f"tokens {usage.input_tokens}/{usage.output_tokens}; "
+               f"USD {acost.usd if acost else None} ({acost.source if acost else None})")
+        for kind, path, stored in (("request", a.request_path, a.request_in_store),
+                                   ("response", a.response_path, a.response_in_store)):
+            missing = "" if stored else "  [MISSING]"
             p.line(f"      {kind}: {path}{missing}")
             raw = source.read(path) if full and source is not None and path else None
             if raw is not None:
-                p.raw(f"    {kind}", raw.inline())
+                p.raw(f"    {kind}", RawInline.model_validate(raw.inline()))
     p.line()
     p.line("print any raw file exactly: parquet-agent raw RUN_DIR PATH")
 
@@ -236,7 +237,8 @@ def run_audit(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         cid = resolve_case(source, args.question, args.model, args.method)
         record = build_case(source, cid)
         if args.json:
-            out.write(json.dumps(record, sort_keys=True, indent=1, ensure_ascii=True) + "\n")
+            out.write(json.dumps(record.to_dict(), sort_keys=True, indent=1, ensure_ascii=True)
+                      + "\n")
         else:
             print_case(record, out, full=args.full, source=source)
     finally:

@@ -1,8 +1,9 @@
 """Build the audit record of one case from its journal and raw files, and nothing else.
 
     source = RunSource.open(run_dir)           # read-only: manifest, journals, raw store
-    record = build_case(source, case_id)       # a plain JSON-able dict (see below)
+    record = build_case(source, case_id)       # a CaseRecord (report.case_model; see below)
     row = index_row(record)                    # one flat row of cases-index.{json,csv}
+    record.to_dict()                           # the JSON `cases/<id>.json` holds
 
 The record (`schema_version` 1) holds the case-record fields of DESIGN.md: question and
 reference (as the judge received them; the question also as the agent received it), model
@@ -43,6 +44,24 @@ from parquet_agent.analysis.judgments import (
     primary_judging,
 )
 from parquet_agent.errors import ExportError, RunError
+from parquet_agent.report.case_model import (
+    AttemptRecord,
+    CaseCost,
+    CaseRecord,
+    Failure,
+    GateRecord,
+    Incomplete,
+    JudgeBlock,
+    JudgmentSummary,
+    Links,
+    MissingRequest,
+    ModelIdentity,
+    Offset,
+    RawInline,
+    Timing,
+    Tokens,
+    ToolCall,
+)
 from parquet_agent.store.blobs import RawStore
 from parquet_agent.store.manifest import read_manifest
 from parquet_agent.store.run import Run
@@ -181,25 +200,25 @@ class RunSource:
         return None
 
 
-def _offsets(output: Any) -> list[dict[str, Any]]:
+def _offsets(output: Any) -> tuple[Offset, ...]:
     """Character ranges a tool output reports (read_filing text or windows)."""
     if not isinstance(output, dict):
-        return []
+        return ()
     stem = output.get("file_stem")
     spans = []
     items = [output] + [w for w in output.get("windows") or () if isinstance(w, dict)]
     for item in items:
         start, end = item.get("start"), item.get("end")
         if isinstance(start, int) and isinstance(end, int):
-            spans.append({"file_stem": stem, "start": start, "end": end})
-    return spans
+            spans.append(Offset(file_stem=stem, start=start, end=end))
+    return tuple(spans)
 
 
 def _compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _tool_call(event: Event) -> dict[str, Any]:
+def _tool_call(event: Event) -> ToolCall:
     t: ToolCallEvent = event.payload
     args = t.arguments or {}
     # The text sent back for an ok call is the compact JSON of its output (tools.ToolResult.
@@ -207,44 +226,45 @@ def _tool_call(event: Event) -> dict[str, Any]:
     # kept only when it is something else. The exact text is also in the next request.
     text = t.model_text
     from_output = bool(t.ok) and text is not None and text == _compact_json(t.output)
-    return {
-        "turn": t.turn, "call_id": t.call_id, "name": t.name, "arguments": args,
-        "sql": args.get("query") if t.name == "sql" and isinstance(args, dict) else None,
-        "file_stem": args.get("file_stem") if isinstance(args, dict) else None,
-        "ok": t.ok, "error_kind": t.error_kind, "error_message": t.error_message,
-        "budgeted": t.budgeted, "dispatched": t.dispatched, "cache_hit": bool(t.cache_hit),
-        "timings": plain(t.timings) if t.timings else {},
-        "worker_id": t.worker_id, "peak_rss_bytes": t.peak_rss_bytes,
-        "skip_index": t.skip_index, "offsets": _offsets(t.output), "output": t.output,
-        "model_text": None if from_output else text, "model_text_is_output_json": from_output,
-        "at": event.at,
-    }
+    return ToolCall(
+        turn=t.turn, call_id=t.call_id, name=t.name, arguments=args,
+        sql=args.get("query") if t.name == "sql" and isinstance(args, dict) else None,
+        file_stem=args.get("file_stem") if isinstance(args, dict) else None,
+        ok=t.ok, error_kind=t.error_kind, error_message=t.error_message,
+        budgeted=t.budgeted, dispatched=t.dispatched, cache_hit=bool(t.cache_hit),
+        timings=plain(t.timings) if t.timings else {},
+        worker_id=t.worker_id, peak_rss_bytes=t.peak_rss_bytes,
+        skip_index=t.skip_index, offsets=_offsets(t.output), output=t.output,
+        model_text=None if from_output else text, model_text_is_output_json=from_output,
+        at=event.at,
+    )
 
 
-def _attempt(event: Event, source: RunSource) -> dict[str, Any]:
-    a = plain(event.payload.attempt)
+def _attempt(event: Event, source: RunSource) -> AttemptRecord:
+    a = plain(event.payload.attempt)  # a usage count the journal did not record stays out
     a["event"] = event.event
     a["request_in_store"] = source.has(a.get("request_path"))
     a["response_in_store"] = source.has(a.get("response_path"))
-    return a
+    return AttemptRecord.model_validate(a)
 
 
-def _missing_requests(attempts: list[dict], view: CaseView, names: tuple[str, ...],
-                      source: RunSource) -> list[dict[str, Any]]:
+def _missing_requests(attempts: list[AttemptRecord], view: CaseView, names: tuple[str, ...],
+                      source: RunSource) -> tuple[MissingRequest, ...]:
     """Raw requests the journal or the numbering says exist but the raw store lacks."""
-    missing: list[dict[str, Any]] = []
+    missing: list[MissingRequest] = []
     for a in attempts:
-        if not a["request_in_store"]:
-            missing.append({"label": a.get("label"), "attempt": a.get("number"),
-                            "purpose": a.get("purpose"), "expected_path": a.get("request_path"),
-                            "why": "attempt recorded in the journal, its request is not in the "
-                                   "raw store" if a.get("request_path") else
-                                   "attempt recorded in the journal without a request path"})
+        if not a.request_in_store:
+            missing.append(MissingRequest(
+                label=a.label, attempt=a.number, purpose=a.purpose,
+                expected_path=a.request_path,
+                why="attempt recorded in the journal, its request is not in the raw store"
+                    if a.request_path else
+                    "attempt recorded in the journal without a request path"))
     for t in view.turns:
         if t.request_path and not source.has(t.request_path):
-            missing.append({"label": t.label, "attempt": None, "purpose": "answer",
-                            "expected_path": t.request_path,
-                            "why": "successful turn recorded, its request is not in the raw store"})
+            missing.append(MissingRequest(
+                label=t.label, attempt=None, purpose="answer", expected_path=t.request_path,
+                why="successful turn recorded, its request is not in the raw store"))
     numbers: dict[int, set[int]] = {}
     for request in _answer_requests(names):
         if request.turn is None:  # _answer_requests keeps only numbered turns
@@ -253,11 +273,10 @@ def _missing_requests(attempts: list[dict], view: CaseView, names: tuple[str, ..
     for turn, seen in sorted(numbers.items()):
         for n in range(1, max(seen)):
             if n not in seen:
-                missing.append({"label": None, "attempt": n, "purpose": "answer",
-                                "expected_path": None, "turn": turn,
-                                "why": f"turn {turn} has later attempts on disk but no request "
-                                       f"for attempt {n}"})
-    return missing
+                missing.append(MissingRequest(
+                    label=None, attempt=n, purpose="answer", expected_path=None, turn=turn,
+                    why=f"turn {turn} has later attempts on disk but no request for attempt {n}"))
+    return tuple(missing)
 
 
 def _answer_requests(names: tuple[str, ...]) -> list[RequestName]:
@@ -317,54 +336,54 @@ def _question(view: CaseView, judge_in: dict[str, Any] | None,
     return None, None
 
 
-def _unsent(tools: list[dict[str, Any]], latest_body: Any) -> list[str]:
+def _unsent(tools: list[ToolCall], latest_body: Any) -> tuple[str, ...]:
     """Call ids of tool outputs produced but not carried by the latest request."""
     if latest_body is None:
-        return [t["call_id"] for t in tools]
+        return tuple(t.call_id for t in tools)
     ids, anonymous = sent_tool_results(latest_body)
-    return [t["call_id"] for index, t in enumerate(tools)
-            if t["call_id"] not in ids and index >= anonymous]
+    return tuple(t.call_id for index, t in enumerate(tools)
+                 if t.call_id not in ids and index >= anonymous)
 
 
-def _judge_block(view: CaseView, requests: _Requests) -> dict[str, Any] | None:
+def _judge_block(view: CaseView, requests: _Requests) -> JudgeBlock | None:
     j = view.judgment
     if j is None:
         return _awaiting_block(view) if view.awaiting_judgment else None
-    return {
-        "judge": j.judge, "scored": view.scored, "correctness": view.correctness,
-        "citation_support": view.citation_support, "rationale": j.rationale,
-        "unscored_reason": j.unscored_reason, "checks": j.checks or {},
-        "provenance": j.provenance or {}, "request_path": j.request_path,
-        "response_path": j.response_path, "judgments_recorded": view.judgments_recorded,
-        "verdict": view.verdict, "judging": j.judging or RUN_JUDGE,
-        "judgments": [{"judging": k.judging or RUN_JUDGE, "judge": k.judge, "repeat": k.repeat,
-                       "scored": k.scored, "verdict": k.verdict,
-                       "correctness": k.correctness, "citation_support": k.citation_support,
-                       "unscored_reason": k.unscored_reason,
-                       "prompt_version": (k.provenance or {}).get("prompt_version"),
-                       "request_path": k.request_path, "response_path": k.response_path}
-                      for k in view.judgments],
-        "request": requests.judge.inline() if requests.judge else None,
-        "response": requests.judge_response.inline() if requests.judge_response else None,
-    }
+    return JudgeBlock(
+        judge=j.judge, scored=view.scored, correctness=view.correctness,
+        citation_support=view.citation_support, rationale=j.rationale,
+        unscored_reason=j.unscored_reason, checks=j.checks or {},
+        provenance=j.provenance or {}, request_path=j.request_path,
+        response_path=j.response_path, judgments_recorded=view.judgments_recorded,
+        verdict=view.verdict, judging=j.judging or RUN_JUDGE,
+        judgments=tuple(JudgmentSummary(
+            judging=k.judging or RUN_JUDGE, judge=k.judge, repeat=k.repeat, scored=k.scored,
+            verdict=k.verdict, correctness=k.correctness, citation_support=k.citation_support,
+            unscored_reason=k.unscored_reason,
+            prompt_version=(k.provenance or {}).get("prompt_version"),
+            request_path=k.request_path, response_path=k.response_path)
+            for k in view.judgments),
+        request=_inline(requests.judge), response=_inline(requests.judge_response),
+    )
 
 
-def _awaiting_block(view: CaseView) -> dict[str, Any]:
+def _awaiting_block(view: CaseView) -> JudgeBlock:
     """A judge block with no scores: the answer waits for its batch judgment (never 0)."""
-    return {"judge": None, "scored": False, "correctness": None, "citation_support": None,
-            "rationale": None, "awaiting": True,
-            "unscored_reason": "awaiting judgment: the run's batch judge has not returned it "
-                               "yet (`parquet-agent judge RUN --batch` or a resume polls it)",
-            "checks": {}, "provenance": {}, "request_path": None, "response_path": None,
-            "judgments_recorded": view.judgments_recorded, "verdict": None, "judging": RUN_JUDGE,
-            "judgments": [], "request": None, "response": None}
+    return JudgeBlock(
+        judge=None, scored=False, correctness=None, citation_support=None, rationale=None,
+        awaiting=True,
+        unscored_reason="awaiting judgment: the run's batch judge has not returned it yet "
+                        "(`parquet-agent judge RUN --batch` or a resume polls it)",
+        checks={}, provenance={}, request_path=None, response_path=None,
+        judgments_recorded=view.judgments_recorded, verdict=None, judging=RUN_JUDGE,
+        judgments=(), request=None, response=None)
 
 
-def _inline(raw: RawFile | None) -> dict[str, Any] | None:
-    return raw.inline() if raw else None
+def _inline(raw: RawFile | None) -> RawInline | None:
+    return RawInline.model_validate(raw.inline()) if raw else None
 
 
-def build_case(source: RunSource, case_id: str, view: CaseView | None = None) -> dict[str, Any]:
+def build_case(source: RunSource, case_id: str, view: CaseView | None = None) -> CaseRecord:
     """The audit record of one case (see the module docstring): the fold's view of the case
     (`view`, folded here when not given) plus the raw files it points to."""
     view = view or source.fold_case(case_id)
@@ -379,38 +398,39 @@ def build_case(source: RunSource, case_id: str, view: CaseView | None = None) ->
     unsent = _unsent(tools, latest_body)
     incomplete = None
     if view.status != "complete":
-        incomplete = {
-            "latest_request_path": latest.path if latest else None,
-            "missing_raw_requests": _missing_requests(attempts, view, names, source),
-            "unsent_tool_outputs": unsent,
-        }
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "case_id": case_id, "run_id": source.run.run_id,
-        "question_id": view.question_id, "question": question,
-        "question_source": question_source, **_reference(view.started, judge_in),
-        "model": {"name": view.model, **view.identity}, "strategy": view.strategy,
-        "status": view.status, "status_reason": view.status_reason, "finished": view.finished,
-        "sessions": view.sessions,
-        "failures": [{"at": at, **plain(f)} for at, f in view.failures],
-        "final_answer": view.answer, "forced_final": view.forced_final,
-        "judgment": _judge_block(view, requests),
-        "tool_counts": view.tool_counts, "tool_counts_source": view.tool_counts_source,
-        "model_rounds": len(view.turns), "api_attempts": len(view.attempts),
-        "tokens": view.tokens, "cost": view.cost, "timing": view.timing,
-        "tool_calls": tools,
-        # only with `[gates] action` on, so the records of ungated runs keep their shape
-        **({"gate_evaluations": [plain(g) for g in view.gate_evaluations]}
-           if view.gate_evaluations else {}),
-        "final_request": _inline(requests.final),
-        "final_response": _inline(requests.final_response),
-        "latest_request": _inline(requests.latest),
-        "tool_outputs_not_in_latest_request": unsent,
-        "attempts": attempts,
-        "incomplete": incomplete,
-        "raw_files": list(names),
-        "links": {"case": f"cases/{case_id}.json", "journal": source.journal_link(case_id)},
-    }
+        incomplete = Incomplete(
+            latest_request_path=latest.path if latest else None,
+            missing_raw_requests=_missing_requests(attempts, view, names, source),
+            unsent_tool_outputs=unsent)
+    record = CaseRecord(
+        schema_version=SCHEMA_VERSION,
+        case_id=case_id, run_id=source.run.run_id,
+        question_id=view.question_id, question=question,
+        question_source=question_source, **_reference(view.started, judge_in),
+        model=ModelIdentity(name=view.model, **view.identity), strategy=view.strategy,
+        status=view.status, status_reason=view.status_reason, finished=view.finished,
+        sessions=view.sessions,
+        failures=tuple(Failure(at=at, **plain(f)) for at, f in view.failures),
+        final_answer=view.answer, forced_final=view.forced_final,
+        judgment=_judge_block(view, requests),
+        tool_counts=view.tool_counts, tool_counts_source=view.tool_counts_source,
+        model_rounds=len(view.turns), api_attempts=len(view.attempts),
+        tokens=Tokens(**view.tokens), cost=CaseCost(**view.cost),
+        timing=Timing(**view.timing),
+        tool_calls=tuple(tools),
+        final_request=_inline(requests.final),
+        final_response=_inline(requests.final_response),
+        latest_request=_inline(requests.latest),
+        tool_outputs_not_in_latest_request=unsent,
+        attempts=tuple(attempts),
+        incomplete=incomplete,
+        raw_files=names,
+        links=Links(case=f"cases/{case_id}.json", journal=source.journal_link(case_id)),
+    )
+    if not view.gate_evaluations:  # only with `[gates] action` on: ungated records keep
+        return record              # their shape
+    return record.model_copy(update={"gate_evaluations": tuple(
+        GateRecord.model_validate(plain(g)) for g in view.gate_evaluations)})
 
 
 INDEX_COLUMNS = (
@@ -422,25 +442,25 @@ INDEX_COLUMNS = (
 )
 
 
-def index_row(record: dict[str, Any]) -> dict[str, Any]:
+def index_row(record: CaseRecord) -> dict[str, Any]:
     """One flat row of the cases index (columns `INDEX_COLUMNS`)."""
-    j = record.get("judgment") or {}
-    counts = record["tool_counts"]
+    j, counts, model = record.judgment, record.tool_counts, record.model
     row = {
-        "case_id": record["case_id"], "question_id": record["question_id"],
-        "question": record["question"], "model": record["model"]["name"],
-        "provider": record["model"]["configured_provider"],
-        "actual_model": record["model"]["actual_model"], "strategy": record["strategy"],
-        "status": record["status"], "status_reason": record["status_reason"],
-        "answer": record["final_answer"],
-        "correctness": j.get("correctness"), "citation_support": j.get("citation_support"),
-        "scored": bool(j.get("scored")), "rationale": j.get("rationale"),
+        "case_id": record.case_id, "question_id": record.question_id,
+        "question": record.question, "model": model.name,
+        "provider": model.configured_provider,
+        "actual_model": model.actual_model, "strategy": record.strategy,
+        "status": record.status, "status_reason": record.status_reason,
+        "answer": record.final_answer,
+        "correctness": j.correctness if j else None,
+        "citation_support": j.citation_support if j else None,
+        "scored": bool(j and j.scored), "rationale": j.rationale if j else None,
         **{k: counts.get(k) for k in TOOL_COUNT_FIELDS},
-        **{f"{k}_tokens": v for k, v in record["tokens"].items()},
-        "cost_usd": record["cost"]["usd"],
-        "cost_unknown_attempts": record["cost"]["unknown_attempts"],
-        "wall_ms": record["timing"]["wall_ms"], "started_at": record["timing"]["started_at"],
-        "case_json": record["links"]["case"],
+        **{f"{k}_tokens": v for k, v in record.tokens},
+        "cost_usd": record.cost.usd,
+        "cost_unknown_attempts": record.cost.unknown_attempts,
+        "wall_ms": record.timing.wall_ms, "started_at": record.timing.started_at,
+        "case_json": record.links.case,
     }
     return {c: row[c] for c in INDEX_COLUMNS}
 

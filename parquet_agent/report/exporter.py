@@ -44,6 +44,7 @@ from parquet_agent.analysis.judgments import judgings
 from parquet_agent.errors import ExportError, RunError
 from parquet_agent.escape import csv_cell
 from parquet_agent.files import atomic_write_bytes, sha256_file, utc_now
+from parquet_agent.report.case_model import CaseIntegrity, CaseRecord
 from parquet_agent.report.case_record import (
     INDEX_COLUMNS,
     RunSource,
@@ -82,15 +83,16 @@ def dumps(value: Any) -> bytes:
         return json.dumps(value, sort_keys=True, indent=1, allow_nan=False).encode() + b"\n"
 
 
-def case_json(record: dict[str, Any]) -> str:
+def case_json(record: CaseRecord) -> str:
     """A case record as compact canonical JSON (sorted keys). Compact because the C encoder
     only runs without `indent`: indenting 400 records cost seconds; `jq .` reads them fine."""
-    text = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+    value = record.to_plain()
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       allow_nan=False)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: ASCII escapes carry it
-        text = json.dumps(record, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return text
 
 
@@ -191,15 +193,15 @@ def export_run(run_dir: str | Path, *, extras: ReportExtras | None = None,
         verified = source.run.verify()  # a list of problems; never raises
         # one case at a time, its journal then its raw files: the raw store's chunk cache keeps
         # what a case's bodies share (reading every journal first costs a fifth more time)
-        views, records = [], []
+        views, built = [], []
         for cid in source.case_ids():
             views.append(source.fold_case(cid))
-            records.append(build_case(source, cid, views[-1]))
+            built.append(build_case(source, cid, views[-1]))
         fold = source.fold(tuple(views))
-        integrity = _integrity(verified.problems, source.unreadable, records)
+        integrity, records = _integrity(verified.problems, source.unreadable, built)
         texts = [case_json(record).encode("utf-8") for record in records]
         for record, text in zip(records, texts):
-            written[record["links"]["case"]] = text + b"\n"
+            written[record.links.case] = text + b"\n"
         rows = [index_row(r) for r in records]
         written["cases-index.json"] = dumps({"schema_version": SCHEMA_VERSION,
                                              "run_id": source.run.run_id,
@@ -245,20 +247,22 @@ def export_run(run_dir: str | Path, *, extras: ReportExtras | None = None,
                         time.perf_counter() - t0, tuple(integrity["problems"]))
 
 
-def _integrity(problems: tuple[str, ...], unreadable: set[str],
-               records: list[dict[str, Any]]) -> dict[str, Any]:
-    """What `Run.verify()` found, per case: each damaged or edited case record gets an
-    `integrity` entry naming its problems (absent when the case is intact)."""
+def _integrity(problems: tuple[str, ...], unreadable: set[str], records: list[CaseRecord],
+               ) -> tuple[dict[str, Any], list[CaseRecord]]:
+    """What `Run.verify()` found, and the records with it: each damaged or edited case record
+    gets an `integrity` entry naming its problems (absent when the case is intact)."""
     listed = list(problems) + [f"{p}: unreadable when exported" for p in sorted(unreadable)
                                if not any(p in q for q in problems)]
-    damaged = []
+    damaged, marked = [], []
     for record in records:
-        case = record.get("case_id")
+        case = record.case_id
         own = [p for p in listed if case and (f"{case}.jsonl" in p or f"/{case}/" in p)]
         if own:
-            record["integrity"] = {"ok": False, "problems": own}
+            record = record.model_copy(
+                update={"integrity": CaseIntegrity(ok=False, problems=tuple(own))})
             damaged.append(case)
-    return {"ok": not listed, "problems": listed, "damaged_cases": damaged}
+        marked.append(record)
+    return {"ok": not listed, "problems": listed, "damaged_cases": damaged}, marked
 
 
 def _journal_heads(source: RunSource) -> dict[str, dict[str, Any]]:

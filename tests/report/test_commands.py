@@ -70,7 +70,7 @@ def test_case_audit_full_and_json(http_run):
                    "--model", "gpt-fake-a", "--method", "sql", "--json")
     assert as_json.returncode == 0, as_json.stderr.decode()
     source = RunSource.open(http_run)
-    assert json.loads(as_json.stdout) == build_case(source, INCOMPLETE_CASE)
+    assert json.loads(as_json.stdout) == build_case(source, INCOMPLETE_CASE).to_dict()
 
 
 def test_case_audit_lists_what_exists_for_a_wrong_question_model_or_method(http_run):

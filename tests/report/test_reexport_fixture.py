@@ -10,6 +10,7 @@ import json
 import shutil
 from pathlib import Path
 
+from parquet_agent.report.case_model import read_case
 from parquet_agent.report.exporter import case_json, dumps, export_run
 
 FIXTURE = Path(__file__).parents[1] / "store" / "fixtures" / "run-v1"
@@ -31,7 +32,8 @@ def _with(old: dict, new: dict, keys: tuple[str, ...]) -> dict:
 def _expected_case(old: dict, new: dict) -> bytes:
     if old.get("judgment") is not None:
         old = {**old, "judgment": _with(old["judgment"], new["judgment"], NEW_JUDGMENT_KEYS)}
-    return (case_json(old) + "\n").encode()
+    # through the model: an old record read back writes exactly its own keys again
+    return (case_json(read_case(old).record) + "\n").encode()
 
 
 def _expected_summary(old: dict, new: dict) -> bytes:
