@@ -1,6 +1,6 @@
 """The six sections of one case as HTML, from the case record (the same sections as report.html).
 
-    html = render_case(record, run_dir=Path("runs/x"))
+    html = render_case(record, run_dir=Path("runs/x"))   # record: report.case_model.CaseRecord
 
 Sections (numbered and titled exactly as in `report/assets/report.js`):
   1. Question, reference, model, status, answer
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from parquet_agent.escape import html_text
+from parquet_agent.report.case_model import AttemptRecord, CaseRecord, RawInline, ToolCall
 from parquet_agent.report.case_record import TOOL_COUNT_FIELDS
 
 SHOWN = 20_000  # characters of one text shown
@@ -86,41 +87,39 @@ def _raw_cmd(run_dir: Path | None, path: str) -> str:
     return f"<code>parquet-agent raw {esc(where)} {esc(path)}</code>"
 
 
-def _raw_block(title: str, raw: dict[str, Any] | None, run_dir: Path | None) -> str:
+def _raw_block(title: str, raw: RawInline | None, run_dir: Path | None) -> str:
     if not raw:
         return f"<p><i>{esc(title)}: not recorded</i></p>"
-    text = raw.get("text")
-    exact = text if text is not None else "(not UTF-8; base64) " + str(raw.get("base64"))
-    head = (f"<b>{esc(title)}</b> <span style=\"color:#666\">{esc(raw.get('path'))} · "
-            f"{esc(raw.get('bytes'))} bytes · {esc(raw.get('sha256'))}</span>")
-    return _details(head, _pre(exact) + "print it with " + _raw_cmd(run_dir, raw.get("path", "")))
+    exact = raw.text if raw.text is not None else "(not UTF-8; base64) " + str(raw.base64)
+    head = (f"<b>{esc(title)}</b> <span style=\"color:#666\">{esc(raw.path)} · "
+            f"{esc(raw.bytes)} bytes · {esc(raw.sha256)}</span>")
+    return _details(head, _pre(exact) + "print it with " + _raw_cmd(run_dir, raw.path))
 
 
-def _sec1(c: dict[str, Any]) -> str:
-    m = c.get("model") or {}
-    reference = c.get("reference_answer")
-    if reference is None and not c.get("judgment"):
+def _sec1(c: CaseRecord) -> str:
+    m = c.model
+    reference = c.reference_answer
+    if reference is None and not c.judgment:
         reference = "(not recorded: the judge never saw this case)"
-    answer = c.get("final_answer")
+    answer = c.final_answer
     body = _kv([
-        ("case", c.get("case_id")), ("question", c.get("question")),
-        ("question as recorded in", c.get("question_source")),
+        ("case", c.case_id), ("question", c.question),
+        ("question as recorded in", c.question_source),
         ("reference answer", reference),
-        ("model", f"{m.get('name')} \u2014 configured {m.get('configured_provider')} / "
-                  f"{m.get('configured_model')}"),
-        ("requested", f"{m.get('requested_provider')} / {m.get('requested_model')}"),
-        ("actual", f"{m.get('actual_provider')} / {m.get('actual_model')}"),
-        ("strategy", c.get("strategy")),
-        ("status", f"{c.get('status')}" + (f" \u2014 {c['status_reason']}"
-                                            if c.get("status_reason") else "")),
+        ("model", f"{m.name} \u2014 configured {m.configured_provider} / "
+                  f"{m.configured_model}"),
+        ("requested", f"{m.requested_provider} / {m.requested_model}"),
+        ("actual", f"{m.actual_provider} / {m.actual_model}"),
+        ("strategy", c.strategy),
+        ("status", f"{c.status}" + (f" \u2014 {c.status_reason}" if c.status_reason else "")),
         ("final answer", "(none: no answer was given)" if answer is None else answer),
     ])
-    if c.get("gold_evidence"):
-        body += _details(f"gold evidence ({len(c['gold_evidence'])})",
-                         _pre(_pretty(c["gold_evidence"])))
-    if c.get("failures"):
-        body += _details(f"failures in earlier sessions ({len(c['failures'])})",
-                         _pre(_pretty(c["failures"])))
+    if c.gold_evidence:
+        body += _details(f"gold evidence ({len(c.gold_evidence)})", _pre(_pretty(c.gold_evidence)))
+    if c.failures:
+        failures = [f.model_dump(mode="json", exclude_unset=True) for f in c.failures]
+        body += _details(f"failures in earlier sessions ({len(failures)})",
+                         _pre(_pretty(failures)))
     return _section(1, SECTION_TITLES[0], body)
 
 
@@ -133,85 +132,84 @@ def ms(value: Any) -> str:
     return f"{value:.1f}" if abs(value) < 10 else f"{value:,.0f}"
 
 
-def _sec2(c: dict[str, Any]) -> str:
-    tool_counts = c.get("tool_counts") or {}
+def _sec2(c: CaseRecord) -> str:
+    tool_counts = c.tool_counts
     # the contract's order (DESIGN.md), as the report shows them; any extra fields after
-    counts = [(f, tool_counts[f]) for f in TOOL_COUNT_FIELDS if f in tool_counts]
+    counts: list[tuple[str, Any]] = [(f, tool_counts[f]) for f in TOOL_COUNT_FIELDS
+                                     if f in tool_counts]
     counts += [(k, v) for k, v in tool_counts.items() if k not in TOOL_COUNT_FIELDS]
-    counts.append(("(counts from)", c.get("tool_counts_source")))
-    tokens, cost, timing = c.get("tokens") or {}, c.get("cost") or {}, c.get("timing") or {}
-    usd = cost.get("usd")
+    counts.append(("(counts from)", c.tool_counts_source))
+    tokens, cost, timing = c.tokens, c.cost, c.timing
     body = _kv(counts) + _kv([
-        ("tokens in / out", f"{tokens.get('input')} / {tokens.get('output')}"),
-        ("tokens cached / reasoning", f"{tokens.get('cached')} / {tokens.get('reasoning')}"),
-        ("tokens written to the prompt cache", tokens.get("cache_write")),
-        ("cost (USD)", usd if usd is not None else
-         f"unknown ({cost.get('unknown_attempts')} attempts without a cost; known part "
-         f"{cost.get('known_usd')})"),
-        ("cost answer / judge", f"{cost.get('answer_usd')} / {cost.get('judge_usd')}"),
-        ("cost source", ", ".join(cost.get("sources") or [])),
-        ("started / ended", f"{timing.get('started_at')} \u2192 {timing.get('ended_at')}"),
-        ("wall ms", ms(timing.get("wall_ms"))),
+        ("tokens in / out", f"{tokens.input} / {tokens.output}"),
+        ("tokens cached / reasoning", f"{tokens.cached} / {tokens.reasoning}"),
+        ("tokens written to the prompt cache", tokens.cache_write),
+        ("cost (USD)", cost.usd if cost.usd is not None else
+         f"unknown ({cost.unknown_attempts} attempts without a cost; known part "
+         f"{cost.known_usd})"),
+        ("cost answer / judge", f"{cost.answer_usd} / {cost.judge_usd}"),
+        ("cost source", ", ".join(cost.sources)),
+        ("started / ended", f"{timing.started_at} \u2192 {timing.ended_at}"),
+        ("wall ms", ms(timing.wall_ms)),
         ("model / judge / tool ms",
-         f"{ms(timing.get('model_ms'))} / {ms(timing.get('judge_ms'))} / "
-         f"{ms(timing.get('tool_ms'))}"),
+         f"{ms(timing.model_ms)} / {ms(timing.judge_ms)} / {ms(timing.tool_ms)}"),
     ])
     return _section(2, SECTION_TITLES[1], body)
 
 
-def _tool_call(i: int, t: dict[str, Any]) -> str:
-    state = "ok" if t.get("ok") else f"error: {t.get('error_kind')}"
-    where = "cache hit" if t.get("cache_hit") else ("worker run" if t.get("dispatched")
-                                                    else "not dispatched")
-    total = ms((t.get("timings") or {}).get("total_ms"))
-    summary = (f"<b>#{i} {esc(t.get('name'))}</b> · turn {esc(t.get('turn'))} · "
-               f"call {esc(t.get('call_id'))} · <span style=\"color:"
-               f"{'#1a7f37' if t.get('ok') else '#cf222e'}\">{esc(state)}</span> · "
-               f"{esc(where)}{'' if t.get('budgeted', True) else ' · over budget'}"
+def _tool_call(i: int, t: ToolCall) -> str:
+    state = "ok" if t.ok else f"error: {t.error_kind}"
+    where = "cache hit" if t.cache_hit else ("worker run" if t.dispatched else "not dispatched")
+    total = ms(t.timings.get("total_ms"))
+    summary = (f"<b>#{i} {esc(t.name)}</b> · turn {esc(t.turn)} · "
+               f"call {esc(t.call_id)} · <span style=\"color:"
+               f"{'#1a7f37' if t.ok else '#cf222e'}\">{esc(state)}</span> · "
+               f"{esc(where)}{'' if t.budgeted else ' · over budget'}"
                f" · {esc(total)} ms")
-    body = "arguments (exact):" + _pre(_pretty(t.get("arguments")))
-    if t.get("sql"):
-        body += "SQL:" + _pre(t["sql"])
-    extra = []
-    if t.get("error_message"):
-        extra.append(("error", t["error_message"]))
-    if t.get("offsets"):
-        extra.append(("offsets", "; ".join(f"{o.get('file_stem')} [{o.get('start')}, "
-                                           f"{o.get('end')})" for o in t["offsets"])))
-    timings = {k: ms(v) for k, v in (t.get("timings") or {}).items()}
+    body = "arguments (exact):" + _pre(_pretty(t.arguments))
+    if t.sql:
+        body += "SQL:" + _pre(t.sql)
+    extra: list[tuple[str, Any]] = []
+    if t.error_message:
+        extra.append(("error", t.error_message))
+    if t.offsets:
+        extra.append(("offsets", "; ".join(f"{o.file_stem} [{o.start}, {o.end})"
+                                           for o in t.offsets)))
+    timings = {k: ms(v) for k, v in t.timings.items()}
     extra += [("timings ms", ", ".join(f"{k} {v}" for k, v in timings.items())),
-              ("worker", t.get("worker_id"))]
+              ("worker", t.worker_id)]
     body += _kv(extra)
-    body += _details("returned data", _pre(_pretty(t.get("output"))))
-    if t.get("model_text") is not None:
-        body += _details("text sent back to the model (exact)", _pre(t["model_text"]))
-    elif t.get("model_text_is_output_json"):
+    body += _details("returned data", _pre(_pretty(t.output)))
+    if t.model_text is not None:
+        body += _details("text sent back to the model (exact)", _pre(t.model_text))
+    elif t.model_text_is_output_json:
         body += ("<div style=\"color:#666\">sent back to the model as the compact JSON of the "
                  "returned data (exactly as in the next request)</div>")
     return _details(summary, body, cls="pa-call")
 
 
-def _sec3(c: dict[str, Any]) -> str:
-    calls = c.get("tool_calls") or []
+def _sec3(c: CaseRecord) -> str:
+    calls = c.tool_calls
     body = ("".join(_tool_call(i, t) for i, t in enumerate(calls, 1))
             or "<p><i>no tool calls</i></p>")
     return _section(3, f"{SECTION_TITLES[2]} ({len(calls)})", body)
 
 
-def _sec4(c: dict[str, Any], run_dir: Path | None) -> str:
-    if c.get("final_request"):
-        body = (_raw_block("request", c["final_request"], run_dir)
-                + _raw_block("response", c.get("final_response"), run_dir))
+def _sec4(c: CaseRecord, run_dir: Path | None) -> str:
+    if c.final_request:
+        body = (_raw_block("request", c.final_request, run_dir)
+                + _raw_block("response", c.final_response, run_dir))
     else:
         body = "<p><i>No final-answer request: the case has no successful answer turn.</i></p>"
-    if c.get("latest_request"):
-        body += _raw_block("latest context actually sent", c["latest_request"], run_dir)
-    inc = c.get("incomplete")
+    if c.latest_request:
+        body += _raw_block("latest context actually sent", c.latest_request, run_dir)
+    inc = c.incomplete
     if inc:
-        missing = inc.get("missing_raw_requests") or []
-        unsent = inc.get("unsent_tool_outputs") or []
+        missing = [m.model_dump(mode="json", exclude_unset=True)
+                   for m in inc.missing_raw_requests]
+        unsent = inc.unsent_tool_outputs
         body += "<h4>Incomplete case</h4>" + _kv([
-            ("latest request", inc.get("latest_request_path") or "(none written)"),
+            ("latest request", inc.latest_request_path or "(none written)"),
             ("missing raw requests", len(missing)),
             ("tool outputs produced but not in the latest request",
              ", ".join(unsent) if unsent else "none"),
@@ -221,20 +219,20 @@ def _sec4(c: dict[str, Any], run_dir: Path | None) -> str:
     return _section(4, SECTION_TITLES[3], body)
 
 
-def _sec5(c: dict[str, Any], run_dir: Path | None) -> str:
-    j = c.get("judgment")
+def _sec5(c: CaseRecord, run_dir: Path | None) -> str:
+    j = c.judgment
     if not j:
         return _section(5, SECTION_TITLES[4], "<p><i>Not judged (no answer to judge, or the run "
                                               "stopped first).</i></p>")
     body = _kv([
-        ("judge", j.get("judge")),
-        ("scored", "yes" if j.get("scored") else f"no \u2014 {j.get('unscored_reason')}"),
-        ("correctness", j.get("correctness")), ("citation support", j.get("citation_support")),
-        ("rationale", j.get("rationale")), ("judgments recorded", j.get("judgments_recorded")),
+        ("judge", j.judge),
+        ("scored", "yes" if j.scored else f"no \u2014 {j.unscored_reason}"),
+        ("correctness", j.correctness), ("citation support", j.citation_support),
+        ("rationale", j.rationale), ("judgments recorded", j.judgments_recorded),
     ])
-    body += _details("deterministic checks", _pre(_pretty(j.get("checks"))))
-    body += _raw_block("judge request", j.get("request"), run_dir)
-    body += _raw_block("judge raw response", j.get("response"), run_dir)
+    body += _details("deterministic checks", _pre(_pretty(j.checks)))
+    body += _raw_block("judge request", j.request, run_dir)
+    body += _raw_block("judge raw response", j.response, run_dir)
     return _section(5, SECTION_TITLES[4], body)
 
 
@@ -245,28 +243,26 @@ _TH = "text-align:left;vertical-align:bottom;padding:2px 8px 2px 0;border-bottom
 _TD = "text-align:left;vertical-align:top;padding:2px 8px 0 0"
 
 
-def _attempt_rows(a: dict[str, Any], case_id: Any) -> str:
+def _attempt_rows(a: AttemptRecord, case_id: str) -> str:
     """One attempt: its figures in a row, then its raw files across the table's whole width
     (in a column of their own, the paths wrapped into four lines)."""
-    u, cost = a.get("usage") or {}, a.get("cost") or {}
-    label = str(a.get("label"))
+    u, cost = a.usage, a.cost
+    label = a.label
     label = label[len(f"{case_id}/"):] if label.startswith(f"{case_id}/") else label
-    usd = cost.get("usd")
-    cells = (f"{label} #{a.get('number')} ({a.get('purpose')})",
-             f"{a.get('outcome')}" + (f": {a['error']}" if a.get("error") else "")
-             + f" ({a.get('http_status')})",
-             f"{a.get('requested_provider')} / {a.get('requested_model')} \u2192 "
-             f"{a.get('actual_provider')} / {a.get('actual_model')}",
-             f"{a.get('temperature')} / {a.get('reasoning_effort')}", a.get("started_at"),
-             f"{ms(a.get('queue_ms'))} / {ms(a.get('duration_ms'))}",
-             f"{a.get('finish_reason')}" + (f" ({a['response_id']})" if a.get("response_id")
-                                            else ""),
-             " / ".join(str(u.get(k)) for k in ("input_tokens", "output_tokens", "cached_tokens",
-                                                "reasoning_tokens", "cache_write_tokens")),
-             f"{'unknown' if usd is None else usd} ({cost.get('source')})")
+    usd = cost.usd if cost else None
+    cells = (f"{label} #{a.number} ({a.purpose})",
+             f"{a.outcome}" + (f": {a.error}" if a.error else "") + f" ({a.http_status})",
+             f"{a.requested_provider} / {a.requested_model} \u2192 "
+             f"{a.actual_provider} / {a.actual_model}",
+             f"{a.temperature} / {a.reasoning_effort}", a.started_at,
+             f"{ms(a.queue_ms)} / {ms(a.duration_ms)}",
+             f"{a.finish_reason}" + (f" ({a.response_id})" if a.response_id else ""),
+             " / ".join(str(v) for v in (u.input_tokens, u.output_tokens, u.cached_tokens,
+                                         u.reasoning_tokens, u.cache_write_tokens)),
+             f"{'unknown' if usd is None else usd} ({cost.source if cost else None})")
     files = []
-    for kind in ("request", "response"):
-        path, stored = a.get(f"{kind}_path"), a.get(f"{kind}_in_store")
+    for kind, path, stored in (("request", a.request_path, a.request_in_store),
+                               ("response", a.response_path, a.response_in_store)):
         mark = "" if not path or stored else ' <b style="color:#cf222e">missing</b>'
         files.append(f"{kind}: {esc(path) if path else '(none)'}{mark}")
     figures = "".join(f'<td style="{_TD}">{esc(v)}</td>' for v in cells)
@@ -277,14 +273,14 @@ def _attempt_rows(a: dict[str, Any], case_id: Any) -> str:
             f'{" · ".join(files)}</td></tr>')
 
 
-def _sec6(c: dict[str, Any], run_dir: Path | None) -> str:
-    attempts = c.get("attempts") or []
+def _sec6(c: CaseRecord, run_dir: Path | None) -> str:
+    attempts = c.attempts
     head = "<tr>" + "".join(f'<th style="{_TH}">{esc(h)}</th>' for h in _ATTEMPT_HEAD) + "</tr>"
-    rows = "".join(_attempt_rows(a, c.get("case_id")) for a in attempts)
+    rows = "".join(_attempt_rows(a, c.case_id) for a in attempts)
     # fits a ~900-px pane; a narrower one scrolls the table in its own box
     body = ('<div style="overflow-x:auto"><table class="pa-attempts" style="font-size:12px;'
             f'border-collapse:collapse">{head}{rows}</table></div>')
-    raw_files = c.get("raw_files") or []
+    raw_files = c.raw_files
     if raw_files:
         body += _details(f"all raw files of this case ({len(raw_files)})",
                          _pre("\n".join(raw_files)) + "print one with "
@@ -292,10 +288,9 @@ def _sec6(c: dict[str, Any], run_dir: Path | None) -> str:
     return _section(6, f"{SECTION_TITLES[5]} ({len(attempts)})", body)
 
 
-def _links(c: dict[str, Any], run_dir: Path | None) -> str:
-    links = c.get("links") or {}
+def _links(c: CaseRecord, run_dir: Path | None) -> str:
     parts = []
-    for label, rel in (("case record", links.get("case")), ("journal", links.get("journal"))):
+    for label, rel in (("case record", c.links.case), ("journal", c.links.journal)):
         if not rel:
             continue
         parts.append(f"{esc(label)}: <code>{esc(rel)}</code>")
@@ -311,7 +306,7 @@ def _links(c: dict[str, Any], run_dir: Path | None) -> str:
 _CASE = "contain:inline-size;overflow-wrap:break-word;line-height:1.4"
 
 
-def render_case(record: dict[str, Any], *, run_dir: Path | None = None) -> str:
+def render_case(record: CaseRecord, *, run_dir: Path | None = None) -> str:
     """The case's six sections as one HTML fragment (escaped; no script)."""
     return (f'<div class="pa-case" style="{_CASE}">' + _sec1(record) + _sec2(record) + _sec3(record)
             + _sec4(record, run_dir) + _sec5(record, run_dir) + _sec6(record, run_dir)

@@ -29,10 +29,11 @@ from typing import Any
 
 import ipywidgets as W
 
-from parquet_agent.errors import UsageError
+from parquet_agent.errors import CaseRecordError, UsageError
 from parquet_agent.escape import html_text
 from parquet_agent.explore.case_view import render_case
 from parquet_agent.explore.source import CaseSource
+from parquet_agent.report.case_model import CaseRecord
 from parquet_agent.report.corpus_audit import audits_section, corpus_audits
 
 ALL = "(all)"
@@ -196,25 +197,32 @@ class CaseExplorer(W.VBox):
         if case_id is None:
             self.detail.value = "<p><i>No case matches the filters.</i></p>"
             self.raw_picker.options = [(NO_RAW, None)]
-            self.findings.value = self._findings_html(None, {})
+            self.findings.value = self._findings_html(None, None)
             return
-        record = self.cases.record(case_id)
+        try:
+            record = self.cases.record(case_id)
+        except CaseRecordError as exc:  # a damaged or hand-edited export: say so, in the pane
+            self.detail.value = (f'<p class="pa-error"><b>This case cannot be shown</b>: '
+                                 f"{html_text(str(exc))}</p>")
+            self.raw_picker.options = [(NO_RAW, None)]
+            self.findings.value = self._findings_html(None, None)
+            return
         self.detail.value = render_case(record, run_dir=self.run_dir)
         self.findings.value = self._findings_html(case_id, record)
         # a placeholder first: a file is read only when one is chosen; the case record and the
         # journal are offered too: served through the kernel, since file:// links do not open
         # from a JupyterLab page
-        links = record.get("links") or {}
-        files = [(f"case record: {rel}", rel) for rel in (links.get("case"),) if rel]
-        files += [(f"journal: {rel}", rel) for rel in (links.get("journal"),) if rel]
-        files += [(p, p) for p in record.get("raw_files") or []]
+        links = record.links
+        files = [(f"case record: {rel}", rel) for rel in (links.case,) if rel]
+        files += [(f"journal: {rel}", rel) for rel in (links.journal,) if rel]
+        files += [(p, p) for p in record.raw_files]
         self.raw_picker.options = [(NO_RAW, None)] + files
         self.raw_picker.value = None
 
-    def _findings_html(self, case_id: str | None, record: dict) -> str:
+    def _findings_html(self, case_id: str | None, record: CaseRecord | None) -> str:
         """The audits' findings, after those whose example rows are filings this case named
         (in its question's evidence, its tool calls or their results)."""
-        text = json.dumps(record, ensure_ascii=False, default=str)
+        text = json.dumps(record.to_dict() if record else {}, ensure_ascii=False, default=str)
         named = []
         for audit in self.audits:
             stems = {e.get("file_stem") for f in audit.findings

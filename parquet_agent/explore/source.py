@@ -3,7 +3,7 @@
     run = open_experiment(run_or_path)    # experiment.run: a Run, a run folder or a str path
     cases = CaseSource.open(run)          # the case index and the case records
     cases.index                           # DataFrame, one row per case (report INDEX_COLUMNS)
-    cases.record(case_id)                 # the case record dict (report.case_record schema)
+    cases.record(case_id)                 # the case record (report.case_model.CaseRecord)
     cases.raw_text(path)                  # the exact bytes of one raw file, decoded for display
 
 Records come from the exports when the run has them (`cases/<id>.json`, `cases-index.json`:
@@ -12,6 +12,8 @@ what report.html shows), otherwise they are built in memory by the report's own 
 than the run holds now (a run resumed after its last export; checked by time, then by the
 journal hashes in case-export-provenance.json) are ignored in favour of fresh records, so the
 widget never shows a stale case. Either way the record logic lives in `report.case_record` only.
+An exported record is validated into the model (`report.case_model.read_case`): fields this
+version does not know are dropped, a wrong type is a CaseRecordError naming the file and field.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from parquet_agent.errors import ExportError, RunError, UsageError
+from parquet_agent.errors import CaseRecordError, ExportError, RunError, UsageError
 from parquet_agent.files import sha256_file
+from parquet_agent.report.case_model import CaseRecord, read_case
 from parquet_agent.report.exporter import source_files
 
 from parquet_agent.experiment.run import open_experiment
@@ -65,7 +68,7 @@ class CaseSource:
     run_id: str
     rows: list[dict[str, Any]]
     from_exports: bool
-    _records: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _records: dict[str, CaseRecord] = field(default_factory=dict, repr=False)
 
     @classmethod
     def open(cls, run: Any) -> CaseSource:
@@ -104,8 +107,9 @@ class CaseSource:
     def case_ids(self) -> list[str]:
         return [r["case_id"] for r in self.rows]
 
-    def record(self, case_id: str) -> dict[str, Any]:
-        """The case record of `case_id` (exports first, else `build_case`)."""
+    def record(self, case_id: str) -> CaseRecord:
+        """The case record of `case_id` (exports first, else `build_case`). CaseRecordError
+        when the exported file is not a valid case record."""
         if case_id in self._records:
             return self._records[case_id]
         if case_id not in self.case_ids:
@@ -113,7 +117,12 @@ class CaseSource:
                              "CaseSource.index")
         path = self.run_dir / "cases" / f"{case_id}.json"
         if self.from_exports and path.is_file():
-            record = json.loads(path.read_text(encoding="utf-8"))
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise CaseRecordError(f"{path}: cannot read the case record ({exc}); rebuild it "
+                                      f"with `parquet-agent export {self.run_dir}`") from None
+            record = read_case(data, where=str(path)).record
         else:
             from parquet_agent.report.case_record import RunSource, build_case
 
@@ -158,7 +167,7 @@ class CaseSource:
 
         if rel.startswith("cases/") and not self.from_exports:
             case_id = rel[len("cases/"):].removesuffix(".json")
-            return json.dumps(self.record(case_id), indent=1, ensure_ascii=False)
+            return json.dumps(self.record(case_id).to_dict(), indent=1, ensure_ascii=False)
         path = (self.run_dir / rel).resolve()
         if self.run_dir not in path.parents or not path.is_file():
             raise UsageError(f"{rel} is not a file of {self.run_id}")

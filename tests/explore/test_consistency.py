@@ -116,7 +116,7 @@ def assert_one_set_of_figures(run_dir: Path) -> None:
     assert not built.from_exports and built.rows == index["cases"]
     for cid in rows:
         record = json.loads((run_dir / rows[cid]["case_json"]).read_text())
-        assert built.record(cid) | {"run_id": None} == record | {"run_id": None}
+        assert built.record(cid).to_dict() | {"run_id": None} == record | {"run_id": None}
 
     # the charts draw the summary's figures
     scores = charts.scores(run)

@@ -16,6 +16,7 @@ from parquet_agent.explore.case_view import SECTION_TITLES, render_case
 from parquet_agent.explore.explorer import ALL, NO_RAW
 from parquet_agent.explore.runs import RunStore
 from parquet_agent.explore.source import CaseSource, exports_current
+from parquet_agent.report.case_model import read_case
 from parquet_agent.store import RunStarted, read_raw
 
 REPORT_JS = Path(__file__).resolve().parents[2] / "parquet_agent/report/assets/report.js"
@@ -96,17 +97,17 @@ def test_hostile_answer_is_escaped_and_bidi_made_visible(scripted_run):
 def test_raw_files_show_their_exact_stored_bytes(scripted_run):
     ex = CaseExplorer(scripted_run, case_id="Q001__baseline__sql")
     record = ex.cases.record("Q001__baseline__sql")
-    journal = record["links"]["journal"]
+    journal = record.links.journal
     assert [v for _, v in ex.raw_picker.options] == [
-        None, "cases/Q001__baseline__sql.json", journal, *record["raw_files"]]
+        None, "cases/Q001__baseline__sql.json", journal, *record.raw_files]
     assert ex.raw_view.outputs == ()  # nothing is read until a file is chosen
-    path = record["raw_files"][0]
+    path = record.raw_files[0]
     ex.raw_picker.value = path
     (out,) = ex.raw_view.outputs
     assert out["data"]["text/plain"].encode("utf-8") == read_raw(scripted_run, path)
     ex.raw_picker.value = "cases/Q001__baseline__sql.json"
     (out,) = ex.raw_view.outputs
-    assert json.loads(out["data"]["text/plain"]) == record
+    assert json.loads(out["data"]["text/plain"]) == record.to_dict()
     ex.raw_picker.value = journal  # sealed (gzip): shown as its JSON lines
     (out,) = ex.raw_view.outputs
     assert '"event":"case_finished"' in out["data"]["text/plain"].replace(" ", "")
@@ -167,11 +168,11 @@ def test_without_exports_records_are_built_by_the_report_code_and_match(scripted
     assert not built.from_exports and exported.from_exports
     assert built.case_ids == exported.case_ids
     for cid in built.case_ids:
-        a, b = built.record(cid), exported.record(cid)
+        a, b = built.record(cid).to_dict(), exported.record(cid).to_dict()
         assert {k: v for k, v in a.items() if k != "run_id"} == \
             {k: v for k, v in b.items() if k != "run_id"}
     shown = json.loads(built.raw_text("cases/Q001__baseline__sql.json"))  # built in memory
-    assert shown == built.record("Q001__baseline__sql")
+    assert shown == built.record("Q001__baseline__sql").to_dict()
     assert not any(p.name == "cases" for p in bare.iterdir())  # nothing written
 
 
@@ -190,11 +191,15 @@ def test_exports_are_used_only_while_they_match_the_journals(demo_run, tmp_path)
 
 
 def test_render_case_of_a_minimal_record_marks_missing_raw_requests():
-    html = render_case({"case_id": "x", "model": {}, "attempts": [], "tool_calls": []})
+    minimal = {"schema_version": 1, "case_id": "x", "run_id": "r", "status": "incomplete",
+               "model": {"name": None}, "links": {"case": "cases/x.json"}}
+    html = render_case(read_case(minimal).record)
     assert html.count('class="pa-sec"') == 6 and "no tool calls" in html
-    attempt = {"label": "x/turn-01", "request_path": "raw/x/turn-01.attempt-01.request.json",
-               "request_in_store": False, "response_path": None, "outcome": "failed"}
-    html = render_case({"case_id": "x", "model": {}, "attempts": [attempt], "tool_calls": []})
+    attempt = {"label": "x/turn-01", "number": 1, "purpose": "answer", "event": "model_attempt",
+               "request_path": "raw/x/turn-01.attempt-01.request.json",
+               "request_in_store": False, "response_path": None, "response_in_store": False,
+               "outcome": "failed"}
+    html = render_case(read_case(minimal | {"attempts": [attempt]}).record)
     assert "raw/x/turn-01.attempt-01.request.json <b style=\"color:#cf222e\">missing</b>" in html
     assert "response: (none)" in html
 
