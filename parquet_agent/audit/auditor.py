@@ -12,12 +12,18 @@ gate (coverage, every finding re-verified), whose FAIL either continues the loop
 critique (`run_policy = "continue"`) or is accepted. Budgets bound steps, tool calls, tokens and
 cost. Killed at any point (even kill -9), `run(..., resume=True)` folds the journal back into
 the same state and replays a journaled reply instead of calling the model again.
+
+The run folder is the core's (`store.RunStore.create` with kind "audit": the hashed manifest,
+the writer lock, the raw store; `audit.run.AuditRun.journal("audit")` appends through the same
+writer and chain as an experiment's journals); a CSV or JSON-lines dataset's Parquet snapshot is
+written into it just before.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import asdict
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -27,7 +33,7 @@ from parquet_agent.audit.dataset import Dataset
 from parquet_agent.audit.discover import discover
 from parquet_agent.audit.discover.scope import tables_of
 from parquet_agent.audit.sources import default_lineage
-from parquet_agent.audit.events import (AUDIT_EVENTS, AuditFinished, AuditResumed,
+from parquet_agent.audit.events import (AuditFinished, AuditResumed,
                                         AuditStarted, CandidatesFound, ContractChecked,
                                         EvaluationEvent, HistoryChecked, StepDone, StepModel)
 from parquet_agent.audit.evidence import compute, proposal_fingerprint, proposal_reads
@@ -38,16 +44,15 @@ from parquet_agent.audit.models import audit_keys, build_auditor_model, build_ju
 from parquet_agent.audit.prompt import step_request
 from parquet_agent.audit.report import AuditReport, write_exports
 from parquet_agent.audit.rules import ActionRules, FindingRules, RunRules
+from parquet_agent.audit.run import JOURNAL_ID, KIND, AuditRun, open_audit
 from parquet_agent.audit.state import AuditState, progress_line, reported_candidates
 from parquet_agent.audit.store import FindingsStore
 from parquet_agent.audit.taxonomy import derived_severity, settle_severity
 from parquet_agent.audit.tools import AuditTools
 from parquet_agent.errors import ModelCallError, RunError, UsageError
 from parquet_agent.models.protocol import Model, ModelResult
-from parquet_agent.store.blobs import RawStore
-from parquet_agent.files import WriterLock, atomic_write_bytes, utc_now
-from parquet_agent.store.manifest import build_manifest
-from parquet_agent.store.journal import Journal, read_journal
+from parquet_agent.store.run import MANIFEST
+from parquet_agent.store.runstore import RunStore, check_run_id
 from parquet_agent.tools.facade import MAX_ARGUMENT_DEPTH, nesting_exceeds
 
 SCHEMA_VERSION = 1
@@ -81,9 +86,9 @@ class Auditor:
         name = lineage or self.config.lineage or (
             dataset.lineage if isinstance(dataset, Dataset) else default_lineage(dataset))
         run_dir = Path(run_dir) if run_dir else Path("runs") / (
-            f"audit-{name}-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}")
-        journal_path = run_dir / JOURNAL
-        if resume and not journal_path.exists():
+            f"audit-{_slug(name)}-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}")
+        check_run_id(run_dir.name)  # before the snapshot is written into it
+        if resume and not ((run_dir / JOURNAL).exists() or (run_dir / MANIFEST).exists()):
             raise UsageError(f"{run_dir}: nothing to resume (no {JOURNAL})")
         if not resume and run_dir.exists() and any(run_dir.iterdir()):
             raise UsageError(f"{run_dir} already holds a run; pass --resume to continue it or "
@@ -91,8 +96,6 @@ class Auditor:
         # CSV and JSON lines are snapshotted as Parquet inside the run folder
         ds = dataset if isinstance(dataset, Dataset) else Dataset.open(
             dataset, lineage or self.config.lineage, convert_dir=run_dir / SNAPSHOT_DIR)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        lock = WriterLock(run_dir)
         store = _open_store(self.store, run_dir)
         try:
             keys = audit_keys(self.config.model, self.config.judge)
@@ -100,16 +103,40 @@ class Auditor:
             judge = self.judge or (build_judge_model(self.config.judge, keys)
                                    if self.config.judge else None)
             config = self.config.sized(len(ds.column_names))
-            with AuditTools.open(ds) as tools:
-                session = _Session(config, ds, run_dir, tools, model, judge, store, self.progress)
-                session.run()
+            with _run_folder(run_dir, ds, config, model, store) as run, \
+                    AuditTools.open(ds) as tools:
+                _Session(config, ds, run, tools, model, judge, store, self.progress).run()
             report = AuditReport.load(run_dir)
             write_exports(report)
             store.index(report)
             return report
         finally:
             store.close()
-            lock.release()
+
+
+def _run_folder(run_dir: Path, dataset: Dataset, config: AuditConfig, model: Model,
+                store: FindingsStore) -> AuditRun:
+    """The audit's run folder, writable and locked: opened when its manifest exists (a resume),
+    else created through the core, its manifest naming the lineage's previous complete audit.
+    Besides the snapshot, a folder an earlier version left without a manifest (killed before
+    writing it) may hold the journal already: it is created around them."""
+    if (run_dir / MANIFEST).exists():
+        return open_audit(run_dir, writable=True)
+    previous = store.previous_run(dataset.lineage, exclude=run_dir.name)
+    fields = {"lineage": dataset.lineage, "dataset_root": str(dataset.root),
+              "snapshot": dataset.snapshot.to_json(), "config": config.to_json(),
+              "model": _model_info(model),
+              "previous_run": previous["run_id"] if previous is not None else None}
+    runs = RunStore(run_dir.parent, run_type=AuditRun)
+    run = runs.create(KIND, fields, run_id=run_dir.name,
+                      prepared=(SNAPSHOT_DIR, "journal", "raw", ".lock"))
+    assert isinstance(run, AuditRun)
+    return run
+
+
+def _slug(text: str) -> str:
+    """A lineage as part of a default run id (letters, digits and ._+- only)."""
+    return re.sub(r"[^A-Za-z0-9._+-]+", "-", text).strip("-.") or "data"
 
 
 def _open_store(store: FindingsStore | str | None, run_dir: Path) -> FindingsStore:
@@ -121,18 +148,18 @@ def _open_store(store: FindingsStore | str | None, run_dir: Path) -> FindingsSto
 class _Session:
     """One process's part of one audit run (the loop; the state is the journal's fold)."""
 
-    def __init__(self, config: AuditConfig, dataset: Dataset, run_dir: Path, tools: AuditTools,
+    def __init__(self, config: AuditConfig, dataset: Dataset, run: AuditRun, tools: AuditTools,
                  model: Model, judge: Model | None, store: FindingsStore,
                  progress: Callable[[str], None] | None = None):
         if config.max_steps is None:
             raise ValueError("an audit session runs a sized config (AuditConfig.sized)")
         self.max_steps: int = config.max_steps
-        self.config, self.dataset, self.run_dir = config, dataset, run_dir
+        self.config, self.dataset, self.folder, self.run_dir = config, dataset, run, run.dir
         self.tools, self.model, self.store = tools, model, store
         self.progress = progress
-        self.raw = RawStore(run_dir)
-        self.journal = Journal(run_dir / JOURNAL, family=AUDIT_EVENTS)
-        self.state = AuditState.fold(read_journal(run_dir / JOURNAL, family=AUDIT_EVENTS).events)
+        self.raw = run.raw
+        self.journal = run.journal(JOURNAL_ID)
+        self.state = AuditState.fold(run.case_events(JOURNAL_ID, resolve=False))
         gates = config.gates
         self.action_gate = Gate.build("action", list(gates["action"]), rules=ActionRules(),
                                       model=model, judge=judge)
@@ -149,44 +176,39 @@ class _Session:
                 self.progress(line)
 
     def run(self) -> None:
-        try:
-            if self.state.started is None:
-                self._start()
-            elif self.state.started.snapshot["snapshot_id"] != self.dataset.snapshot.snapshot_id:
-                raise RunError(f"{self.run_dir}: the dataset changed since this audit started "
-                               "(another snapshot id); start a new run instead of resuming")
-            if self.state.finished:
-                if self.state.finished.status != "failed":
-                    return
-                self.record(AuditResumed(self.state.finished.reason))
-            if self.state.discovery is None:  # the deterministic candidates, journaled once
-                found = discover(self.tools, tables_of(self.dataset))
-                self.record(CandidatesFound(found.to_json()))
-            self._check_contract()
-            while not self._done():
-                self._step(self.state.next_step)
-            if not self.state.finished:
-                self._floor()
-                self._finish()
-        finally:
-            self.journal.close()
-            self.raw.close()
+        if self.state.started is None:
+            self._start()
+        elif self.state.started.snapshot["snapshot_id"] != self.dataset.snapshot.snapshot_id:
+            raise RunError(f"{self.run_dir}: the dataset changed since this audit started "
+                           "(another snapshot id); start a new run instead of resuming")
+        if self.state.finished:
+            if self.state.finished.status != "failed":
+                return
+            self.record(AuditResumed(self.state.finished.reason))
+        if self.state.discovery is None:  # the deterministic candidates, journaled once
+            found = discover(self.tools, tables_of(self.dataset))
+            self.record(CandidatesFound(found.to_json()))
+        self._check_contract()
+        while not self._done():
+            self._step(self.state.next_step)
+        if not self.state.finished:
+            self._floor()
+            self._finish()
 
     def _start(self) -> None:
-        previous = self.store.previous_run(self.dataset.lineage, exclude=self.run_dir.name)
-        previous_id = previous["run_id"] if previous is not None else None
-        manifest = build_manifest(self.run_dir.name, utc_now(), "audit", {
-            "lineage": self.dataset.lineage, "dataset_root": str(self.dataset.root),
-            "snapshot": self.dataset.snapshot.to_json(), "config": self.config.to_json(),
-            "model": _model_info(self.model), "previous_run": previous_id,
-        })
-        atomic_write_bytes(self.run_dir / "manifest.json", _dumps(manifest))
+        """The journal's first records, for the previous run the manifest froze (a folder
+        killed before them resumes with the dataset its manifest froze, or not at all)."""
+        manifest = self.folder.manifest
+        if manifest["snapshot"]["snapshot_id"] != self.dataset.snapshot.snapshot_id:
+            raise RunError(f"{self.run_dir}: the dataset changed since this audit's manifest "
+                           "was written (another snapshot id); start a new run instead")
+        previous_id = manifest.get("previous_run")
         self.record(AuditStarted(self.run_dir.name, self.dataset.lineage,
                                  {"snapshot_id": self.dataset.snapshot.snapshot_id,
                                   "rows": self.dataset.snapshot.rows},
                                  self.dataset.describe(), self.config.to_json(),
                                  _model_info(self.model), previous_id))
-        findings = previous["findings"] if previous else []
+        findings = self.store.run_findings(previous_id) if previous_id else []
         self.record(HistoryChecked(previous_id, recheck(findings, self.tools)))
 
     def _check_contract(self) -> None:
@@ -453,8 +475,3 @@ def _model_step(n: int, result: ModelResult) -> dict[str, Any]:
 def _model_info(model: Model) -> dict[str, Any]:
     return {"name": model.name, "provider": model.provider, "model": model.model}
 
-
-def _dumps(data: Any) -> bytes:
-    import json
-
-    return json.dumps(data, ensure_ascii=False, indent=1, default=str).encode("utf-8")

@@ -146,9 +146,14 @@ class FindingsStore:
             "ORDER BY created_at DESC, run_id DESC LIMIT 1", (lineage, exclude or "")).fetchone()
         if row is None:
             return None
+        return {"run_id": row[0], "findings": self.run_findings(row[0])}
+
+    def run_findings(self, run_id: str) -> list[dict[str, Any]]:
+        """The open findings indexed for one run (as journaled), by key; [] for a run the
+        store does not hold."""
         rows = self._execute("SELECT data FROM audit_findings WHERE run_id = %s ORDER BY key",
-                             (row[0],)).fetchall()
-        return {"run_id": row[0], "findings": [json.loads(r[0]) for r in rows]}
+                             (run_id,)).fetchall()
+        return [json.loads(r[0]) for r in rows]
 
     def runs(self, lineage: str | None = None) -> list[dict[str, Any]]:
         """Indexed audit runs (of one lineage, or all), with their status and finding counts."""

@@ -187,16 +187,19 @@ class Run:
                 if c != RUN_JOURNAL and c not in self.JOURNAL_FAMILIES]
 
     def journal_read(self, path: Path) -> JournalRead:
-        """`read_journal(path)`; a read-only Run reads each journal file once while it stays
-        as it was (same size, mtime and inode), a writable one every time."""
+        """`read_journal(path)` (a kind's own journal of `JOURNAL_FAMILIES` with its family); a
+        read-only Run reads each journal file once while it stays as it was (same size, mtime
+        and inode), a writable one every time."""
         path = path.with_suffix("") if path.suffix == ".gz" else path
+        family = (self.JOURNAL_FAMILIES.get(path.stem, CASE_EVENTS)
+                  if path.parent == self.dir / JOURNAL_DIR else CASE_EVENTS)
         if self.writable:
-            return read_journal(path)
+            return read_journal(path, family=family)
         state = _file_state(path)
         hit = self._reads.get(path)
         if hit is not None and hit[0] == state:
             return hit[1]
-        result = read_journal(path)
+        result = read_journal(path, family=family)
         self._reads[path] = (state, result)
         return result
 
@@ -290,9 +293,7 @@ class Run:
     def _journals_read(self) -> Journals:
         """Every journal of the folder as read: the case journals (the run journal and a
         kind's own ones read with their family) and the judgings' (`store.integrity`)."""
-        cases = {cid: read_journal(path, family=self.JOURNAL_FAMILIES[cid])
-                 if cid in self.JOURNAL_FAMILIES else self.journal_read(path)
-                 for cid, path in self.journal_paths().items()}
+        cases = {cid: self.journal_read(path) for cid, path in self.journal_paths().items()}
         paths, committed = judging_journals(self.dir)
         judgings = {name: self.journal_read(path) for name, path in paths.items()}
         return Journals(cases, judgings, committed, frozenset(self.JOURNAL_FAMILIES))

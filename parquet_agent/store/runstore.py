@@ -46,6 +46,12 @@ class RunEntry:
     path: Path
 
 
+def check_run_id(run_id: str) -> None:
+    """RunError unless `run_id` can name a run folder: letters, digits and ._+- only."""
+    if not _RUN_ID.match(run_id):
+        raise RunError(f"bad run id {run_id!r}: letters, digits and ._+- only")
+
+
 def kind_of(run_dir: Path) -> str | None:
     """The kind a run folder's manifest declares (an experiment's before kinds existed)."""
     try:
@@ -99,8 +105,7 @@ class RunStore:
         return run
 
     def _claim(self, run_id: str, prepared: Sequence[str]) -> Path:
-        if not _RUN_ID.match(run_id):
-            raise RunError(f"bad run id {run_id!r}: letters, digits and ._+- only")
+        check_run_id(run_id)
         run_dir = self.dir / run_id
         try:
             run_dir.mkdir()
