@@ -43,7 +43,7 @@ from parquet_agent.models.protocol import Model
 from parquet_agent.store.casejournal import CaseJournal
 from parquet_agent.store.journal import RUN_JOURNAL
 from parquet_agent.store.manifest import FROZEN_FIELDS, RECORDED_FIELDS
-from parquet_agent.store.run import MANIFEST, Run
+from parquet_agent.store.run import MANIFEST, Run, journal_reads
 from parquet_agent.store.runstore import RunStore
 from parquet_agent.store.unclaimed import unclaimed_exchanges
 from parquet_agent.transcript import CaseFinished, CaseReplay, Event
@@ -69,7 +69,7 @@ class ExperimentRun(Run):
 
     def all_events(self) -> dict[str, tuple[Event, ...]]:
         """Events of every journal (the run journal under `_run`), offloaded texts unresolved."""
-        return {cid: self.journal_read(path).events for cid, path in self.journal_paths().items()
+        return {cid: read.events for cid, read in journal_reads(self).items()
                 if cid not in self.JOURNAL_FAMILIES}
 
     def failed_cases(self) -> set[str]:

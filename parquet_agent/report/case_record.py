@@ -63,6 +63,7 @@ from parquet_agent.report.case_model import (
     ToolCall,
 )
 from parquet_agent.store.blobs import RawStore
+from parquet_agent.store.casejournal import resolve_offloaded
 from parquet_agent.store.manifest import read_manifest
 from parquet_agent.store.run import Run
 from parquet_agent.transcript import (
@@ -161,7 +162,7 @@ class RunSource:
             resolved = []
             for event in events:
                 try:
-                    resolved.append(self.run.resolve(event))
+                    resolved.append(resolve_offloaded(event, self.raw))
                 except RunError:
                     self.unreadable.add(event.payload.offloaded)
                     resolved.append(event)

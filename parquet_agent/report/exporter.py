@@ -54,6 +54,7 @@ from parquet_agent.report.case_record import (
 from parquet_agent.report.html_report import ReportExtras, render_report
 from parquet_agent.report.judge_agreement import agreement_section
 from parquet_agent.store.manifest import tree_hash
+from parquet_agent.store.run import journal_reads
 
 SCHEMA_VERSION = 1
 PROVENANCE = "case-export-provenance.json"
@@ -266,8 +267,7 @@ def _integrity(problems: tuple[str, ...], unreadable: set[str], records: list[Ca
 
 
 def _journal_heads(source: RunSource) -> dict[str, dict[str, Any]]:
-    heads = {}
-    for cid, path in source.run.journal_paths().items():
-        read = source.run.journal_read(path)  # read once already, by verify and the fold
+    heads = {}  # each journal was read once already, by verify and the fold
+    for cid, read in journal_reads(source.run).items():
         heads[cid] = {"lines": read.lines, "head": read.head}
     return heads

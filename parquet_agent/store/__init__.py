@@ -12,15 +12,18 @@ once, a hashed manifest, verify and resume bookkeeping. It knows no experiment a
     run.case_events(case_id)   # a journal's events, in order
     run.verify()               # manifest hash, raw digests, journal damage
 
+`Run` has eleven public names and `JOURNAL_FAMILIES` (see `store.run`); reading every journal at
+once is the module-level `store.run.journal_reads(run)`, not a method.
+
 A kind's bookkeeping is the kind's: an experiment's `replay(case_id)` (saved turns and tool
 results: resume without new model calls) is on `experiment.run.ExperimentRun`.
 
 Modules: `blobs` (content-addressed raw store), `journal` (journal files; the events and their
 codec are `parquet_agent.transcript`'s), `casejournal` (one case's journal: offloading, sealing),
-`manifest` (build, hash, freeze, code hash, resume comparison), `run` (`Run`), `runstore`
-(`RunStore`, `RunEntry`). Durable file primitives are the shared `parquet_agent.files`. The folder
-layout is the run-directory contract of DESIGN.md. What a kind of run reads from its folder is
-the kind's (`experiment.run`, `audit.run`); analysis over a run's journals is `analysis`.
+`manifest` (build, hash, freeze, code hash, resume comparison), `run` (`Run`, `journal_reads`),
+`runstore` (`RunStore`, `RunEntry`). Durable file primitives are the shared `parquet_agent.files`.
+The folder layout is the run-directory contract of DESIGN.md. What a kind of run reads from its
+folder is the kind's (`experiment.run`, `audit.run`); analysis over a run's journals is `analysis`.
 
 May import: shared, corpus, models, tools, transcript. Nothing above.
 """

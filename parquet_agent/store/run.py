@@ -12,12 +12,14 @@ A `Run` comes from `RunStore.create(...)` (writable, manifest frozen) or `RunSto
                                   fdatasync for several events); large tool texts go to raw/,
                                   a finished case's journal is sealed (gzip)
     run.case_ids()                case ids that have a journal
-    run.case_events(case_id)      its events, offloaded texts resolved (`run.resolve(event)`)
-    run.journal_paths()           journal id -> file; `run.journal_read(path)` reads one (cached)
+    run.case_events(case_id)      its events, offloaded texts resolved
+                                  (`store.casejournal.resolve_offloaded(event, run.raw)`)
     run.check_resume(frozen, config)   ResumeRefusedError naming what changed
     run.record_commitments()      the `case_sealed` records a crash left out, appended
     run.verify()                  VerifyReport: manifest hash, raw digests, journal damage
     run.close()                   journals, raw store and writer lock released
+    journal_reads(run)            journal id -> its journal as read (a read-only Run decodes
+                                  each file once while it is unchanged)
     open_run(run_or_path)         a Run from a Run, a run folder or a str path
 
 This is the run-folder core: it knows no experiment and no audit. What a kind of run adds (the
@@ -172,7 +174,7 @@ class Run:
                     lambda: self.journal(RUN_JOURNAL))
         return journal
 
-    def journal_paths(self) -> dict[str, Path]:
+    def _journal_paths(self) -> dict[str, Path]:
         """Case id -> journal file (`.jsonl`, or `.jsonl.gz` once sealed)."""
         folder = self.dir / JOURNAL_DIR
         if not folder.is_dir():
@@ -183,10 +185,10 @@ class Run:
 
     def case_ids(self) -> list[str]:
         """Case ids that have a journal, sorted."""
-        return [c for c in self.journal_paths()
+        return [c for c in self._journal_paths()
                 if c != RUN_JOURNAL and c not in self.JOURNAL_FAMILIES]
 
-    def journal_read(self, path: Path) -> JournalRead:
+    def _journal_read(self, path: Path) -> JournalRead:
         """`read_journal(path)` (a kind's own journal of `JOURNAL_FAMILIES` with its family); a
         read-only Run reads each journal file once while it stays as it was (same size, mtime
         and inode), a writable one every time."""
@@ -206,14 +208,10 @@ class Run:
     def case_events(self, case_id: str, *, resolve: bool = True) -> tuple[Event, ...]:
         """Every event of one case, in order (a torn last line skipped). With `resolve`,
         offloaded tool texts are read back from the raw store into `model_text` / `output`."""
-        events = self.journal_read(self.dir / JOURNAL_DIR / f"{case_id}.jsonl").events
+        events = self._journal_read(self.dir / JOURNAL_DIR / f"{case_id}.jsonl").events
         if not resolve:
             return events
-        return tuple(self.resolve(e) for e in events)
-
-    def resolve(self, event: Event) -> Event:
-        """`event` with an offloaded tool text read back from the raw store."""
-        return resolve_offloaded(event, self.raw)
+        return tuple(resolve_offloaded(e, self.raw) for e in events)
 
     # -- freezing and resuming -------------------------------------------------------------------
 
@@ -293,9 +291,9 @@ class Run:
     def _journals_read(self) -> Journals:
         """Every journal of the folder as read: the case journals (the run journal and a
         kind's own ones read with their family) and the judgings' (`store.integrity`)."""
-        cases = {cid: self.journal_read(path) for cid, path in self.journal_paths().items()}
+        cases = journal_reads(self)
         paths, committed = judging_journals(self.dir)
-        judgings = {name: self.journal_read(path) for name, path in paths.items()}
+        judgings = {name: self._journal_read(path) for name, path in paths.items()}
         return Journals(cases, judgings, committed, frozenset(self.JOURNAL_FAMILIES))
 
     def record_commitments(self, only: str | None = None) -> int:
@@ -318,6 +316,14 @@ class Run:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+
+def journal_reads(run: Run) -> dict[str, JournalRead]:
+    """Every journal of `run`'s journal/ folder as read, by journal id (the run journal and a
+    kind's own ones included, read with their family), sorted; a read-only Run decodes each
+    file once while it stays as it was, so a caller after `verify()` or the fold reads none
+    again."""
+    return {jid: run._journal_read(path) for jid, path in run._journal_paths().items()}
 
 
 def open_run(run: Any) -> Run:

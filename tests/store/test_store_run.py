@@ -307,8 +307,8 @@ def test_the_core_run_is_small_and_the_experiment_keeps_its_bookkeeping():
 
     core = {n for n in dir(Run) if not n.startswith("_")}
     assert core == {"JOURNAL_FAMILIES", "case_events", "case_ids", "check_resume", "close",
-                    "journal", "journal_paths", "journal_read", "kind", "manifest", "raw",
-                    "record_commitments", "resolve", "run_id", "verify"}
+                    "journal", "kind", "manifest", "raw", "record_commitments", "run_id",
+                    "verify"}
     bookkeeping = {"all_events", "completed_cases", "failed_cases", "read_raw", "replay",
                    "run_events", "run_journal"}
     assert bookkeeping <= {n for n in dir(ExperimentRun) if not n.startswith("_")}
