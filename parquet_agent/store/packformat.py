@@ -116,14 +116,22 @@ def parse_meta(raw: bytes | bytearray) -> dict | None:
 
 
 def _naturals(values: object) -> bool:
-    return isinstance(values, list) and all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values)
+    # `type(v) is int`: a bool is an int subclass and no recipe number; this runs per record read
+    return isinstance(values, list) and all(type(v) is int and v >= 0 for v in values)
 
 
 def _numbers(refs: object) -> bool:
     """Whether `refs` is a recipe's chunk list: numbers and [first, last] ranges."""
-    return isinstance(refs, list) and all(
-        _naturals([r]) or (_naturals(r) and len(r) == 2 and r[0] <= r[1]) for r in refs)
+    if not isinstance(refs, list):
+        return False
+    for r in refs:
+        if type(r) is int:
+            if r < 0:
+                return False
+        elif not (type(r) is list and len(r) == 2 and type(r[0]) is int
+                  and type(r[1]) is int and 0 <= r[0] <= r[1]):
+            return False
+    return True
 
 
 def refers_ahead(meta: dict, number: int, chunks: int) -> str | None:
