@@ -140,9 +140,10 @@ def refers_ahead(meta: dict, number: int, chunks: int) -> str | None:
     prev = meta.get("p")
     if prev is not None and prev >= number:
         return f"continues record {prev}, not before it (records cut out or moved)"
-    refs = expand_numbers(meta["c"])
-    if refs and max(refs) >= chunks + len(meta.get("l", [])):
-        return f"refers to chunk {max(refs)}, not before it (records cut out or moved)"
+    # the highest chunk referred to, without expanding the ranges (this runs per record read)
+    top = max((r[1] if isinstance(r, list) else r for r in meta["c"]), default=None)
+    if top is not None and top >= chunks + len(meta.get("l", [])):
+        return f"refers to chunk {top}, not before it (records cut out or moved)"
     return None
 
 
