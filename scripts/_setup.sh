@@ -16,5 +16,8 @@ if [ ! -x .venv/bin/python ]; then
 else
   echo "checking .venv: $_setup_what (a few seconds when nothing changed) ..." >&2
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".${EXTRAS:+[$EXTRAS]}"
+# setuptools boxes a warning into every editable install that a folder named like the package
+# may shadow it; here that folder is the package itself, so the box is only noise on setup
+PYTHONWARNINGS="ignore:Editable installation" \
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e ".${EXTRAS:+[$EXTRAS]}"
 echo ".venv ready in $((SECONDS - _setup_started)) s" >&2

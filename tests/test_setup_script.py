@@ -11,7 +11,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 STAND_IN = """#!/bin/sh
-echo "$0 $*" >> "$CALLS"
+echo "$0 $* [warnings: $PYTHONWARNINGS]" >> "$CALLS"
 case "$*" in
   --version) echo "Python 3.11.7" ;;
   "-m venv .venv") mkdir -p .venv/bin && cp "$0" .venv/bin/python ;;
@@ -41,6 +41,9 @@ def test_a_fresh_setup_says_what_it_does_before_pip_runs(tmp_path):
     assert "1-2 minutes" in lines[0] and lines[-1].startswith(".venv ready in "), lines
     calls = (tmp_path / "calls").read_text()
     assert "-m venv .venv" in calls and "-m pip install -q --disable-pip-version-check -e .[test]" in calls
+    # setuptools' ten-line "Editable installation" box is silenced for the install of ours
+    install = next(c for c in calls.splitlines() if "-e .[test]" in c)
+    assert install.endswith("[warnings: ignore:Editable installation]")
 
 
 def test_an_existing_venv_is_checked_not_rebuilt(tmp_path):
