@@ -14,6 +14,7 @@ is the same finding, two different predicates on one column are two findings.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -204,7 +205,9 @@ def referenced_columns(sql: str) -> frozenset[str] | None:
     return frozenset(names)
 
 
+@functools.lru_cache(maxsize=64)  # the fingerprint and the column check parse one query each
 def _parse(sql: str) -> list[Any]:
+    """The statements of `sql`'s DuckDB parse tree (shared: callers only read it)."""
     problem = query_size_problem(sql, MAX_PARSE_CHARS)
     if problem:
         raise ValueError(f"the count query is not fingerprinted: {problem}")

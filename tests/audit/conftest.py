@@ -1,12 +1,15 @@
 """Small real datasets for the audit tests: Parquet files in tmp_path, read by real workers.
 
 `filings_dir`: a 3-file filings corpus (120 rows, plain pyarrow files, no sidecar index);
-`generic_dir`: two files of another schema (orders), to show any Parquet folder is auditable.
+`generic_dir`: two files of another schema (orders), to show any Parquet folder is auditable;
+`unpack_audit`: a checked-in audit folder of an older main, unpacked.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -45,6 +48,17 @@ def write_orders(folder: Path) -> Path:
             rows[3]["amount"] = None
             rows[4]["order_id"] = rows[5]["order_id"]  # a duplicate key
         pq.write_table(pa.Table.from_pylist(rows), folder / f"orders-{part}.parquet")
+    return folder
+
+
+def unpack_audit(fixture: Path, into: Path) -> Path:
+    """A checked-in audit folder (tests/audit/fixtures/audit-main-*: its journal and findings
+    gzipped) unpacked under `into`, as the main that wrote it left it."""
+    folder = into / fixture.name
+    (folder / "journal").mkdir(parents=True)
+    shutil.copy(fixture / "manifest.json", folder / "manifest.json")
+    for name in ("journal/audit.jsonl", "findings.json"):
+        (folder / name).write_bytes(gzip.decompress((fixture / f"{name}.gz").read_bytes()))
     return folder
 
 

@@ -5,10 +5,8 @@ reads and exports the same."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -19,23 +17,14 @@ from parquet_agent.audit.events import AuditStarted, HistoryChecked
 from parquet_agent.audit.planter import plant
 from parquet_agent.audit.run import AuditRun, open_audit
 from parquet_agent.errors import RunError
-from tests.audit.conftest import write_filings
+from tests.audit.conftest import unpack_audit, write_filings
 
 # written by main at cb07f7a, where the auditor opened its own journal, lock and raw store
 MAIN_AUDIT = Path(__file__).parent / "fixtures" / "audit-main-cb07f7a"
 
 
-def _unpacked(tmp_path: Path) -> Path:
-    folder = tmp_path / MAIN_AUDIT.name
-    (folder / "journal").mkdir(parents=True)
-    shutil.copy(MAIN_AUDIT / "manifest.json", folder / "manifest.json")
-    for name in ("journal/audit.jsonl", "findings.json"):
-        (folder / name).write_bytes(gzip.decompress((MAIN_AUDIT / f"{name}.gz").read_bytes()))
-    return folder
-
-
 def test_an_audit_folder_written_by_main_before_the_core_made_it_still_reads(tmp_path):
-    folder = _unpacked(tmp_path)
+    folder = unpack_audit(MAIN_AUDIT, tmp_path)
     kept = json.loads((folder / "findings.json").read_text())
     run = RunStore(tmp_path).open(folder.name)
     assert isinstance(run, AuditRun)

@@ -4,7 +4,6 @@ a kind column, and every experiment-only path refusing an audit folder with a me
 
 from __future__ import annotations
 
-import gzip
 import json
 import shutil
 import subprocess
@@ -19,7 +18,7 @@ from parquet_agent.errors import UsageError
 from parquet_agent.experiment.run import ExperimentRun, open_experiment
 from parquet_agent.store import Run
 from parquet_agent.store.manifest import manifest_hash
-from tests.audit.conftest import write_filings
+from tests.audit.conftest import unpack_audit, write_filings
 
 OLD_AUDIT = Path(__file__).parent / "fixtures" / "audit-main-ce4e1e3"
 EXPERIMENT = Path(__file__).parents[1] / "store" / "fixtures" / "run-v3"
@@ -39,16 +38,6 @@ def runs(tmp_path: Path) -> Path:
     done = _cli("audit", "run", str(data), "--run-dir", str(folder / "aud"), "--lineage",
                 "filings", "--store", str(tmp_path / "f.sqlite"))
     assert done.returncode == 0, done.stderr
-    return folder
-
-
-def _old_audit(tmp_path: Path) -> Path:
-    """The audit folder today's main wrote before audits were runs of the core, unpacked."""
-    folder = tmp_path / OLD_AUDIT.name
-    (folder / "journal").mkdir(parents=True)
-    shutil.copy(OLD_AUDIT / "manifest.json", folder / "manifest.json")
-    for name in ("journal/audit.jsonl", "findings.json"):
-        (folder / name).write_bytes(gzip.decompress((OLD_AUDIT / f"{name}.gz").read_bytes()))
     return folder
 
 
@@ -130,7 +119,7 @@ def test_demo_resume_never_picks_an_audit(tmp_path):
 
 
 def test_an_audit_folder_written_by_earlier_main_opens_verifies_and_exports(tmp_path):
-    folder = _old_audit(tmp_path)
+    folder = unpack_audit(OLD_AUDIT, tmp_path)
     run = RunStore(tmp_path).open(folder.name)
     assert isinstance(run, AuditRun) and isinstance(run, Run)
     report = run.verify()

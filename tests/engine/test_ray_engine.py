@@ -37,29 +37,16 @@ from parquet_agent.models.fakes import DROP, openai_server
 from tests.conftest import fill_disk
 from tests.engine.freeze import FinishedSince, kill_mid_case, open_cases, step
 from tests.engine.grid import GridScript, harness_answers, write_config
-from tests.harness_corpus import make_harness_corpus
 from tests.window import answer_responses, last_node, replayed_attempts
 
 pytestmark = pytest.mark.ray
 pytest.importorskip("ray", reason="Ray is not installed here: pip install 'parquet_agent[ray]' "
                                   "(.ci/run installs it, so CI never skips)")
 
-from tests.engine.ray_cluster import LocalRayCluster  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {"FAKE_OPENAI_KEY": "sk-test"}
 GRID = 12  # 3 questions x 2 models x 2 strategies
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with LocalRayCluster(2, names=["node-0", "node-1"]) as c, c.as_driver():
-        yield c
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    return make_harness_corpus(tmp_path_factory.mktemp("ray-corpus") / "corpus")
 
 
 def _engine(cluster, case_workers: int = 2, **extra) -> str:

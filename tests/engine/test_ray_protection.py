@@ -27,7 +27,6 @@ from parquet_agent.errors import EngineError
 from parquet_agent.experiment.runner import Experiment
 from parquet_agent.models.fakes import openai_server
 from tests.engine.grid import GridScript, harness_answers, write_config
-from tests.harness_corpus import make_harness_corpus
 
 pytestmark = pytest.mark.ray
 pytest.importorskip("ray", reason="Ray is not installed here: pip install 'parquet_agent[ray]' "
@@ -37,17 +36,6 @@ from tests.engine.ray_cluster import LocalRayCluster
 
 ENV = {"FAKE_OPENAI_KEY": "sk-test-protected"}
 GRID = 12
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with LocalRayCluster(2, names=["node-0", "node-1"]) as c, c.as_driver():
-        yield c
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    return make_harness_corpus(tmp_path_factory.mktemp("ray-corpus") / "corpus")
 
 
 def _engine(address: str, **extra: object) -> str:
