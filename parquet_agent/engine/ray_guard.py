@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from parquet_agent.engine.config import EngineConfig
 from parquet_agent.errors import EngineError
 
 PROBE_TIMEOUT_S = 60.0
@@ -109,7 +110,7 @@ def cluster_auth(ray: Any) -> str:
     return probe_gcs(address) if address else "unknown"
 
 
-def check_auth(ec: Any, auth: str) -> None:
+def check_auth(ec: EngineConfig, auth: str) -> None:
     """Refuse a cluster that does not enforce token auth unless the config opts out."""
     if auth == "token" or ec.allow_unauthenticated:
         return
@@ -125,7 +126,7 @@ def check_auth(ec: Any, auth: str) -> None:
 
 
 def allowed(alive: Sequence[Mapping[str, Any]],
-            ec: Any) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+            ec: EngineConfig) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
     """The alive nodes this run may use, and those it must not (named in the manifest)."""
     names: tuple[str, ...] | None = ec.allowed_nodes
     if names is None:
