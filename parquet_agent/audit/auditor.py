@@ -161,11 +161,11 @@ class _Session:
         self.journal = run.journal(JOURNAL_ID)
         self.state = AuditState.fold(run.case_events(JOURNAL_ID, resolve=False))
         gates = config.gates
-        self.action_gate = Gate.build("action", list(gates["action"]), rules=ActionRules(),
+        self.action_gate = Gate.build("action", list(gates.action), rules=ActionRules(),
                                       model=model, judge=judge)
-        self.finding_gate = Gate.build("finding", list(gates["finding"]), rules=FindingRules(),
+        self.finding_gate = Gate.build("finding", list(gates.finding), rules=FindingRules(),
                                        model=model, judge=judge)
-        self.run_gate = Gate.build("run", list(gates["run"]), rules=RunRules(), model=model,
+        self.run_gate = Gate.build("run", list(gates.run), rules=RunRules(), model=model,
                                    judge=judge)
 
     def record(self, payload: Any) -> None:

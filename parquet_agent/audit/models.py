@@ -15,47 +15,34 @@ from collections.abc import Sequence
 from typing import Any
 
 from parquet_agent.audit.baseline import BaselineAuditor
-from parquet_agent.audit.config import BASELINE
+from parquet_agent.audit.config import AuditorModel, BaselineModel
 from parquet_agent.audit.dataset import Dataset
 from parquet_agent.audit.tools import AuditTools
 from parquet_agent.errors import ConfigError
 from parquet_agent.models.factory import build_model, known_keys
 from parquet_agent.models.protocol import Model
-from parquet_agent.models.spec import model_spec_from_table
+from parquet_agent.models.spec import ModelSpec
 
 
-def audit_keys(*tables: dict[str, Any] | None) -> tuple[str, ...]:
-    """Every API key the `[audit.model]` / `[audit.judge]` tables name that is set."""
-    specs = [model_spec_from_table({"name": name, **table}, where=f"[audit.{name}]")
-             for name, table in zip(("model", "judge"), tables)
-             if table and table.get("provider") != BASELINE]
-    return known_keys(specs)
+def audit_keys(*models: AuditorModel | None) -> tuple[str, ...]:
+    """Every API key the `[audit.model]` / `[audit.judge]` entries name that is set."""
+    return known_keys([m for m in models if isinstance(m, ModelSpec)])
 
 
-def build_auditor_model(table: dict[str, Any], secrets: Sequence[str] = ()) -> Model:
+def build_auditor_model(model: AuditorModel, secrets: Sequence[str] = ()) -> Model:
     """`secrets`: the other keys the audit knows, kept out of this model's requests and records."""
-    if table.get("provider") == BASELINE:
-        unknown = sorted(set(table) - {"provider", "variant", "reference", "name"})
-        if unknown:
-            raise ConfigError(f"[audit.model]: unknown key(s) {unknown} for the baseline auditor")
-        variant = table.get("variant", "blind")
-        profiles = None
-        if variant == "reference":
-            if not table.get("reference"):
-                raise ConfigError("[audit.model] variant 'reference' needs reference = DIR, a "
-                                  "clean snapshot of the same dataset")
-            profiles = reference_profiles(table["reference"])
+    if isinstance(model, BaselineModel):
+        profiles = (reference_profiles(model.reference)
+                    if model.variant == "reference" and model.reference else None)
         try:
-            return BaselineAuditor(variant, profiles)
+            return BaselineAuditor(model.variant, profiles)
         except ValueError as exc:
             raise ConfigError(f"[audit.model]: {exc}") from exc
-    return build_model(model_spec_from_table({"name": "auditor", **table}, where="[audit.model]"),
-                       secrets=secrets)
+    return build_model(model, secrets=secrets)
 
 
-def build_judge_model(table: dict[str, Any], secrets: Sequence[str] = ()) -> Model:
-    return build_model(model_spec_from_table({"name": "judge", **table}, where="[audit.judge]"),
-                       secrets=secrets)
+def build_judge_model(spec: ModelSpec, secrets: Sequence[str] = ()) -> Model:
+    return build_model(spec, secrets=secrets)
 
 
 def reference_profiles(folder: str) -> dict[str, Any]:
