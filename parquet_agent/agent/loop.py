@@ -287,7 +287,7 @@ class _CaseLoop:
         try:
             result = self.agent.model.complete(request, self.sink)
         except ModelCallError as exc:
-            self._record_attempts(label, exc.attempts, final)
+            self._record_attempts(label, exc.attempts, final, request)
             self._add_cost(total_cost(exc.attempts))
             raise
         ok = result.attempts[-1] if result.attempts else None
@@ -297,18 +297,21 @@ class _CaseLoop:
             turn=self.turn, label=label, request_path=ok.request_path if ok else None,
             response_path=ok.response_path if ok else None, reply=reply,
             attempt_count=len(result.attempts), final=final, cost_usd=cost)
-        self._record_attempts(label, result.attempts, final, turn)  # one durable write per turn
+        self._record_attempts(label, result.attempts, final, request, turn)  # one write a turn
         self._count_reply(turn)
         self.messages.append(reply.message)
         return reply
 
-    def _record_attempts(self, label: str, attempts: tuple, final: bool,
+    def _record_attempts(self, label: str, attempts: tuple, final: bool, request: ModelRequest,
                          turn: ModelTurn | None = None) -> None:
-        """Journal the attempts (and the turn they produced) with one fdatasync."""
+        """Journal the attempts (and the turn they produced) with one fdatasync; each says which
+        tool results its request carried, so the exports need not parse the request for it."""
         self.attempt_count += len(attempts)
         if self.journal is not None:
             role: Literal["final_answer", "answer"] = "final_answer" if final else "answer"
-            events = [ModelAttempt(label=label, attempt=a, role=role) for a in attempts]
+            carried = tuple(m.call_id for m in request.messages if isinstance(m, ToolMessage))
+            events = [ModelAttempt(label=label, attempt=a, role=role, tool_results=carried)
+                      for a in attempts]
             self.journal.append_many(events + ([turn] if turn is not None else []))
 
     def _count_reply(self, turn: ModelTurn) -> None:

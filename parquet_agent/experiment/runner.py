@@ -428,7 +428,7 @@ def _judge_case(sink: RawSink, journal, judge: Judge, reader: Tools, questions: 
                                        answerable=inp.answerable))
         return 0.0
     verdict = judge.judge(inp, sink=sink, label=f"{cid}/judge")
-    journal.append_many(verdict_events(verdict, judge.model.name))
+    journal.append_many(verdict_events(verdict, judge.model.name, given=inp))
     return total_cost(verdict.attempts)
 
 

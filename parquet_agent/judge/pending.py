@@ -41,7 +41,7 @@ from parquet_agent.models.batch import FileLedger, Polling
 from parquet_agent.transcript import JudgeAttempt
 
 if TYPE_CHECKING:
-    from parquet_agent.judge import Judge
+    from parquet_agent.judge import Judge, JudgeInput
     from parquet_agent.store.run import Run
 
 LEDGER = f"{RUN_JUDGE}.batches.jsonl"  # under judgments/: the run's own judge's batches
@@ -92,7 +92,7 @@ def judge_pending(run: Run, judge: Judge, *, batch: bool = True, polling: Pollin
                     [JudgeAttempt(label=a.label, attempt=a) for a in verdict.attempts])
                 waiting[labels[label]] = verdict.unscored_reason or "judge call failed"
             else:
-                _record(run, labels[label], verdict, judge)
+                _record(run, labels[label], verdict, judge, inputs[label])
                 judged.append(labels[label])
             tell(n, len(inputs), labels[label])
         return PendingResult(tuple(judged), waiting)
@@ -104,11 +104,11 @@ def judge_pending(run: Run, judge: Judge, *, batch: bool = True, polling: Pollin
         return PendingResult((), {labels[label]: f"the batch could not be sent or polled: "
                                   f"{exc}" for label in inputs})
     for label, verdict in verdicts.items():
-        _record(run, labels[label], verdict, judge)
+        _record(run, labels[label], verdict, judge, inputs[label])
     tell(len(verdicts), len(inputs), "by batch")
     return PendingResult(tuple(labels[label] for label in verdicts),
                          {labels[label]: why for label, why in waiting.items()})
 
 
-def _record(run: Run, case_id: str, verdict, judge: Judge) -> None:
-    run.journal(case_id).append_many(verdict_events(verdict, judge.model.name))
+def _record(run: Run, case_id: str, verdict, judge: Judge, given: JudgeInput) -> None:
+    run.journal(case_id).append_many(verdict_events(verdict, judge.model.name, given=given))

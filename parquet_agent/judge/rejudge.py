@@ -18,9 +18,10 @@ byte for byte as they were):
 
 The judge sees what the run's judge saw, rebuilt from the case journal: question, reference
 answer and gold evidence (`case_started`), the final answer (`case_finished`), every tool output
-as recorded; the cited spans' text and `answerable` come from the run's own judge request when
-the case was judged, or from its `judgment_pending` event when it awaits a batch judgment (no
-corpus read), else the spans are left unlooked-up (said in provenance). `verdict_events` is
+as recorded; the cited spans' text and `answerable` come from the run's own judgment when the
+case was judged (which records them; in journals before issue 26, from its raw judge request),
+or from its `judgment_pending` event when it awaits a batch judgment (no corpus read), else the
+spans are left unlooked-up (said in provenance). `verdict_events` is
 the one way a verdict becomes journal events (the run's judge, batch or not, and re-judgings).
 No agent is called. A judgment that could not be obtained (the judge's call failed: unreachable,
 refused) is not recorded as judged: its attempts are journaled, it stays pending with the
@@ -124,8 +125,7 @@ def case_input(run: Run, case_id: str) -> tuple[JudgeInput | None, str | None, d
                       "output": p.output if p.ok else {"error": p.error_message}}
                      for p in (e.payload for e in events) if isinstance(p, ToolCallEvent))
     own = [e.payload for e in events if isinstance(e.payload, Judgment) and e.payload.request_path]
-    own_path = own[-1].request_path if own else None
-    original = _original_input(run, own_path) if own_path else None
+    original = _original_input(run, own[-1]) if own else None
     waiting = [e.payload for e in events if isinstance(e.payload, JudgmentPending)]
     if original is None and waiting:  # batch judging: what the case recorded for its judge
         original = {"cited_spans": waiting[-1].cited_spans,
@@ -142,9 +142,14 @@ def case_input(run: Run, case_id: str) -> tuple[JudgeInput | None, str | None, d
         cited_spans=spans, answerable=bool((original or {}).get("answerable", True))), None, notes
 
 
-def _original_input(run: Run, path: str) -> dict[str, Any] | None:
+def _original_input(run: Run, judgment: Judgment) -> dict[str, Any] | None:
+    """What the run's judge was given: as its judgment records it, else (journals before
+    issue 26) as its raw request holds it."""
+    if judgment.answerable is not None:
+        return {"cited_spans": judgment.cited_spans or [], "answerable": judgment.answerable}
+    path = judgment.request_path
     try:
-        return judge_input(wire_body(parse_record(path, run.raw.read(path))))
+        return judge_input(wire_body(parse_record(path, run.raw.read(path)))) if path else None
     except (RunError, OSError, KeyError, ValueError):
         return None
 
@@ -241,9 +246,14 @@ def _events(verdict: Verdict, jid: str, case_id: str, repeat: int,
 
 
 def verdict_events(verdict: Verdict, judge: str, *, provenance: dict[str, Any] | None = None,
-                   **judging: Any) -> list[Any]:
+                   given: JudgeInput | None = None, **judging: Any) -> list[Any]:
     """A verdict as journal events: its judge attempts, then the `Judgment` (`judging`: the
-    re-judging fields `case_id`, `judging`, `repeat`; none for the run's own judge)."""
+    re-judging fields `case_id`, `judging`, `repeat`; none for the run's own judge). `given`:
+    the input of the run's own judge, whose cited spans and `answerable` the judgment records
+    (a re-judging takes them from there)."""
+    if given is not None:
+        judging = {**judging, "cited_spans": [dict(s) for s in given.cited_spans],
+                   "answerable": given.answerable}
     return [*(JudgeAttempt(label=a.label, attempt=a) for a in verdict.attempts),
             Judgment(judge=judge, correctness=verdict.correctness,
                      citation_support=verdict.citation_support, rationale=verdict.rationale,

@@ -16,10 +16,13 @@ request actually written, raw requests missing per attempt, and tool outputs pro
 carried by that latest request (by call id).
 
 Rules: everything comes from the journal (events as `Run.case_events` gives them) or the raw
-store; nothing is inferred that they do not hold. No answer or score is ever filled in for a
-case that has none: `final_answer` comes only from `case_finished`, scores only from a scored
-`judgment`. A case with no `case_finished` is `incomplete`. Output is deterministic: lists in
-journal or pack order, no clock reads.
+store; nothing is inferred that they do not hold. Facts come from the journal (the tool results
+a request carried: its attempt's `tool_results`; question and reference: `case_started`); a raw
+body is parsed for one only where no journal line holds it (journals before issue 26, a request
+written before a kill); the exact raw files are inlined as they are. No answer or score is ever
+filled in for a case that has none: `final_answer` comes only from `case_finished`, scores only
+from a scored `judgment`. A case with no `case_finished` is `incomplete`. Output is
+deterministic: lists in journal or pack order, no clock reads.
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ from parquet_agent.transcript import (
     TOOL_COUNT_FIELDS,
     CaseStarted,
     Event,
+    ModelAttempt,
     ToolCallEvent,
     plain,
 )
@@ -305,6 +309,7 @@ class _Requests:
     latest: RawFile | None  # only when it is not the final request
     judge: RawFile | None
     judge_response: RawFile | None
+    latest_path: str | None = None  # the newest answer request written, readable or not
 
     @property
     def last_sent(self) -> RawFile | None:
@@ -321,24 +326,50 @@ def _requests(source: RunSource, view: CaseView, names: tuple[str, ...]) -> _Req
     j = view.judgment
     return _Requests(final_request, source.read(final.response_path) if final else None, latest,
                      source.read(j.request_path) if j else None,
-                     source.read(j.response_path) if j else None)
+                     source.read(j.response_path) if j else None,
+                     latest_path or (final.request_path if final else None))
+
+
+def _needs_judge_input(started: CaseStarted | None) -> bool:
+    """Whether the question or the reference must be read from the judge request: only for
+    runs whose `case_started` did not record them (older journals)."""
+    return started is None or not (isinstance(started.question, str)
+                                   and isinstance(started.reference_answer, str))
 
 
 def _question(view: CaseView, judge_in: dict[str, Any] | None,
-              latest_body: Any) -> tuple[str | None, str | None]:
+              latest: RawFile | None) -> tuple[str | None, str | None]:
     """The question and where it was read: case_started, else the judge or latest request."""
     if view.started is not None and isinstance(view.started.question, str):
         return view.started.question, "case_started"
     if judge_in and isinstance(judge_in.get("question"), str):
         return judge_in["question"], "judge request"
+    latest_body = wire_body(latest) if latest else None
     if latest_body is not None:
         question = first_user_text(latest_body)
         return question, "latest answer request" if question is not None else None
     return None, None
 
 
-def _unsent(tools: list[ToolCall], latest_body: Any) -> tuple[str, ...]:
-    """Call ids of tool outputs produced but not carried by the latest request."""
+def _carried(view: CaseView, path: str) -> tuple[str, ...] | None:
+    """Call ids of the tool results the request at `path` carried, as its journaled attempt
+    records them (None: none does)."""
+    for event in reversed(view.attempts):
+        payload = event.payload
+        if isinstance(payload, ModelAttempt) and payload.attempt.request_path == path:
+            return payload.tool_results
+    return None
+
+
+def _unsent(tools: list[ToolCall], view: CaseView, requests: _Requests) -> tuple[str, ...]:
+    """Call ids of tool outputs produced but not carried by the latest request (by the
+    journal; by its body where no journal line says)."""
+    carried = _carried(view, requests.latest_path) if requests.latest_path else None
+    latest = requests.last_sent
+    if carried is not None:
+        sent = set(carried)
+        return tuple(t.call_id for t in tools if t.call_id not in sent)
+    latest_body = wire_body(latest) if latest else None
     if latest_body is None:
         return tuple(t.call_id for t in tools)
     ids, anonymous = sent_tool_results(latest_body)
@@ -393,10 +424,10 @@ def build_case(source: RunSource, case_id: str, view: CaseView | None = None) ->
     tools = [_tool_call(e) for e in view.tool_calls]
     requests = _requests(source, view, names)
     latest = requests.last_sent
-    latest_body = wire_body(latest) if latest else None
-    judge_in = judge_input(wire_body(requests.judge)) if requests.judge else None
-    question, question_source = _question(view, judge_in, latest_body)
-    unsent = _unsent(tools, latest_body)
+    judge_in = (judge_input(wire_body(requests.judge))
+                if requests.judge and _needs_judge_input(view.started) else None)
+    question, question_source = _question(view, judge_in, latest)
+    unsent = _unsent(tools, view, requests)
     incomplete = None
     if view.status != "complete":
         incomplete = Incomplete(

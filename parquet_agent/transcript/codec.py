@@ -293,7 +293,9 @@ def _attempt_event(cls: type, data: dict[str, Any], version: int) -> ModelAttemp
     if version < TYPED or role is None:
         role = ("judge" if cls is JudgeAttempt else
                 "health" if attempt.purpose == "health" else "answer")
-    return cls(label=data.get("label") or attempt.label, attempt=attempt, role=role)
+    carried = data.get("tool_results")
+    return cls(label=data.get("label") or attempt.label, attempt=attempt, role=role,
+               tool_results=tuple(carried) if isinstance(carried, list) else None)
 
 
 def _turn_event(data: dict[str, Any], version: int) -> ModelTurn:

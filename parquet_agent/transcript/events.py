@@ -7,7 +7,8 @@ its event kind in `EVENT` (the `event` field of its journal line), so readers te
 
     CaseStarted      case_id, question_id, model, strategy, manifest_hash, session, question,
                      reference_answer, gold_evidence
-    ModelAttempt     one per answer-model HTTP attempt, with its `role` (ROLES)
+    ModelAttempt     one per answer-model HTTP attempt, with its `role` (ROLES) and the call
+                     ids of the tool results its request carried (`tool_results`)
     ModelTurn        a successful answer turn: number, request/response paths, the `Reply`,
                      attempts used, cost; replayed on resume instead of a new call
     GateEvaluation   with `[gates] action` on: the action gate's verdict on one `sql` call,
@@ -17,9 +18,11 @@ its event kind in `EVENT` (the `event` field of its journal line), so readers te
     JudgmentPending  with `[judge] batch = true`: the answer awaits its judgment by batch,
                      with what the judge needs that the journal does not hold (the cited
                      spans' corpus text, whether the question is answerable)
-    Judgment         scores (None = unscored, never 0), rationale, checks, provenance;
-                     re-judging appends another; the last one counts. A batch judgment is
-                     appended after `case_finished`, when the batch returns it
+    Judgment         scores (None = unscored, never 0), rationale, checks, provenance; the
+                     run's judge's also what it was given that the journal holds nowhere else
+                     (`cited_spans`, `answerable`: what a re-judging needs); re-judging
+                     appends another; the last one counts. A batch judgment is appended after
+                     `case_finished`, when the batch returns it
     CaseFailed       an exception stopped the case in this session (it is redone on resume)
     CaseFinished     the last event of a done case: status complete|incomplete|failed, reason
 
@@ -70,6 +73,9 @@ class ModelAttempt:
     label: str
     attempt: Attempt
     role: Role = "answer"
+    # the call ids of the tool results the request carried, in order (an answer attempt's;
+    # None: not recorded: judge and health attempts, journals before issue 26)
+    tool_results: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.attempt, Attempt):
@@ -159,6 +165,11 @@ class Judgment:
     case_id: str | None = None
     judging: str | None = None  # None: the run's own judge (the config's)
     repeat: int = 1
+    # what the run's judge was given that the journal holds nowhere else, for a re-judging:
+    # the corpus text at each cited span (None where it does not exist) and whether the
+    # question is answerable (None: not recorded: re-judgings, journals before issue 26)
+    cited_spans: list[dict[str, Any]] | None = None
+    answerable: bool | None = None
 
 
 @dataclass(frozen=True)
