@@ -194,7 +194,11 @@ class WordIndex:
     """The word summary of a built index folder (`_skip/`), memory-mapped."""
 
     def __init__(self, base: Path, count: int, cap: int, long_words: np.ndarray):
-        table = pa.ipc.open_file(pa.memory_map(str(base / "words.arrow"))).read_all()
+        # read through a buffer over the map (zero-copy): an IPC reader over the mapped file
+        # itself starts Arrow's I/O threads, and a fork server must stay single-threaded (its
+        # children would then connect to DuckDB themselves on every call, ~20 ms of CPU each)
+        mapped = pa.memory_map(str(base / "words.arrow")).read_buffer()
+        table = pa.ipc.open_file(pa.BufferReader(mapped)).read_all()
         self.words = table.column("word").combine_chunks()
         self.pages = table.column("pages").to_numpy()
         listed = np.where(self.pages <= cap, self.pages, 0).astype(np.int64)

@@ -121,3 +121,24 @@ def test_a_lost_spare_costs_only_a_direct_fork(fresh_tools):
     result = fresh_tools.call("sql", query="SELECT 42 AS answer")
     assert result.ok and result.output["rows"] == [[42]]
     assert result.worker_id != f"w{spare.pid}"
+
+
+def test_with_a_skipping_index_the_server_stays_single_threaded_and_children_inherit_duckdb(
+        tmp_path):
+    # the word summary's reader once started Arrow I/O threads in the server: its children
+    # could then not inherit the warmed DuckDB connections and made their own on every call
+    from parquet_agent.corpus.index import build_index
+    from parquet_agent.corpus.skipindex import build_skip_index
+    from tests.tools.conftest import write_files
+
+    corpus = tmp_path / "corpus"
+    write_files(corpus)
+    build_index(corpus)
+    build_skip_index(corpus)
+    with Tools.open(corpus, "sql+stream", cache="off") as tools:
+        info = tools.sandbox_info()
+        assert info["skip_index"] == "ok"
+        assert info["server"]["threads"] == 1
+        assert info["server"]["corpus_con_inherited"] is True
+        assert info["server"]["empty_con_inherited"] is True
+        assert tools.call("sql", query="SELECT count(*) AS n FROM filings").output["rows"] == [[60]]
