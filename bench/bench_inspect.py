@@ -68,8 +68,8 @@ def serve() -> None:
 
 # -- our side ---------------------------------------------------------------------------------
 
-def run_ours(corpus: Path, n: int, url: str, work: Path) -> dict:
-    sys.path.insert(0, str(REPO))
+def run_ours(corpus: Path, n: int, url: str, work: Path, repo: Path = REPO) -> dict:
+    sys.path.insert(0, str(repo))
     from parquet_agent.corpus.questions import load_questions
     from parquet_agent.experiment.config import ExperimentConfig
     from parquet_agent.experiment.runner import Experiment
@@ -155,10 +155,12 @@ def run_inspect(kind: str, corpus: Path, n: int, url: str, work: Path, query_pyt
 # -- the driver -------------------------------------------------------------------------------
 
 def one(side: str, n: int, args: argparse.Namespace, url: str, tmp: Path) -> dict:
-    python = sys.executable if side == "ours" else str(args.inspect_python)
+    python = sys.executable if side in ("ours", "base") else str(args.inspect_python)
     work = Path(tempfile.mkdtemp(dir=tmp, prefix=f"{side}-{n}-"))
     cmd = [python, str(Path(__file__).resolve()), "--side", side, "--n", str(n), "--url", url,
            "--work", str(work), "--corpus", str(args.corpus), "--query-python", sys.executable]
+    if side == "base":
+        cmd += ["--repo", str(args.base_repo)]
     out = subprocess.run(cmd, check=False, capture_output=True, text=True, cwd=REPO)
     if out.returncode != 0:
         raise SystemExit(f"{side} n={n} failed:\n{out.stderr[-4000:]}")
@@ -176,6 +178,9 @@ def main() -> None:
     parser.add_argument("--sides", default="ours,bare,local")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--inspect-python", type=Path, default=REPO / ".venv-inspect/bin/python")
+    parser.add_argument("--base-repo", type=Path,
+                        help="also run our side from this checkout (side `base`): before/after "
+                             "pairs in the same run")
     # one measurement in this process (what the driver runs)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--side", help=argparse.SUPPRESS)
@@ -183,18 +188,19 @@ def main() -> None:
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--query-python", help=argparse.SUPPRESS)
+    parser.add_argument("--repo", type=Path, default=REPO, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         return serve()
     if args.side:
-        if args.side == "ours":
-            result = run_ours(args.corpus, args.n, args.url, args.work)
+        if args.side in ("ours", "base"):
+            result = run_ours(args.corpus, args.n, args.url, args.work, args.repo)
         else:
             result = run_inspect(args.side, args.corpus, args.n, args.url, args.work,
                                  args.query_python)
         print(json.dumps(result), flush=True)
         return
-    sides = args.sides.split(",")
+    sides = args.sides.split(",") + (["base"] if args.base_repo else [])
     sizes = {s: (args.local_small, args.local_large) if s == "local" else (args.small, args.large)
              for s in sides}
     server = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE,
@@ -213,7 +219,7 @@ def main() -> None:
                     ms = (large["wall_s"] - small["wall_s"]) / (large["cases"] - small["cases"])
                     marginal[side].append(ms * 1000)
                     extra = ""
-                    if "cases_wall_s" in small:  # ours without the exports at the end
+                    if "cases_wall_s" in small and side == "ours":  # without the exports
                         cases_ms = ((large["cases_wall_s"] - small["cases_wall_s"])
                                     / (large["cases"] - small["cases"]) * 1000)
                         marginal.setdefault("ours_cases_only", []).append(cases_ms)
@@ -227,7 +233,9 @@ def main() -> None:
     medians = {s: round(statistics.median(v), 1) for s, v in marginal.items()}
     ratios = {f"{o}/{s}": round(medians[o] / medians[s], 2)
               for o in ("ours", "ours_cases_only") if o in medians
-              for s in sides if s != "ours"}
+              for s in sides if s not in ("ours", "base")}
+    if "base" in medians and "ours" in medians:
+        ratios["ours/base"] = round(medians["ours"] / medians["base"], 2)
     print(json.dumps({"marginal_ms_per_case_median": medians,
                       "marginal_ms_all": {s: [round(x, 1) for x in v] for s, v in marginal.items()},
                       "ratios": ratios, "load_average": os.getloadavg(), "nproc": os.cpu_count(),
