@@ -5,7 +5,9 @@ allow-listed environment. Before serving it opens the snapshot files read-only (
 so children can read them after dropping privileges), parses their footers, builds the lookup
 structures (`lookup.py`) and two already-locked DuckDB connections (`_prepare`): every child
 inherits all of it copy-on-write instead of paying for it per call. It runs no agent input
-itself. Then it serves length-prefixed JSON frames on stdin/stdout:
+itself: the one thing it reads of a call is a `file_stem` to look up in its row index, so that
+a call naming a filing the corpus does not have is answered `not_found` at once, as its child
+would answer before reading anything (`_absent_filing`), without forking one. Then it serves length-prefixed JSON frames on stdin/stdout:
 
     -> {"config": {...}}                       once: files, index, limits, drop_to
     <- {"ready": true, "pid", "threads", ...}
@@ -140,6 +142,10 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> None:  # pragma: no cover - 
                 while (body := frame_body(pending)) is not None:
                     del pending[: FRAME_HEADER.size + len(body)]
                     job = json.loads(body)
+                    absent = _absent_filing(job, ctx)
+                    if absent is not None:  # nothing to read, no SQL to run: no child
+                        write_frame(stdout_fd, absent)
+                        continue
                     child = _dispatch(spare, job, limits) if spare is not None else None
                     if child is None:  # no spare (calls overlap) or it died: fork one now
                         child = _spawn(job, ctx, limits, stdin_fd, stdout_fd)
@@ -170,6 +176,28 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> None:  # pragma: no cover - 
             if now > child.deadline and not child.killed_for:
                 child.killed_for = "timeout"
                 _kill(child.pid)
+
+
+def _absent_filing(job: dict, ctx) -> dict | None:  # pragma: no cover - runs in the server
+    """The answer to a `read_filing` or `file_stem`-scoped `sql` call naming a file_stem the row
+    index does not hold: `not_found`, exactly what its child would answer after the same binary
+    search and before reading any file or running any SQL (`worker._locate_row`). None for every
+    other call, and whenever there is no row index (children then search the files)."""
+    from parquet_agent.tools.worker import not_found_answer
+
+    args = job.get("args")
+    stem = args.get("file_stem") if isinstance(args, dict) else None
+    if job.get("tool") not in ("read_filing", "sql") or not isinstance(stem, str):
+        return None
+    if ctx.row_index is None:
+        return None
+    try:
+        if ctx.row_index.locate(stem) is not None:
+            return None
+    except Exception:  # noqa: BLE001 - never the server's problem: a child answers it
+        return None
+    return {**not_found_answer(stem, ctx), "id": job["id"], "worker_id": "server",
+            "child_ms": 0.0}
 
 
 def _get_ready(stdin_fd: int, stdout_fd: int):  # pragma: no cover - runs in a subprocess

@@ -371,6 +371,12 @@ def _find(handle: pq.ParquetFile, file_stem: str) -> tuple[int, int] | None:
     return None
 
 
+def not_found_answer(file_stem: str, ctx: Context) -> dict:
+    """The answer to a call naming a file_stem this corpus does not have (the fork server gives
+    it without a child when its row index says so)."""
+    return _error("not_found", _not_found(file_stem), ctx)
+
+
 def _not_found(file_stem: str) -> str:
     return (
         f"no filing with file_stem {file_stem!r} in this corpus. file_stem is the accession "

@@ -13,7 +13,7 @@ import pytest
 
 from parquet_agent.tools import Tools
 from parquet_agent.tools.sandbox import landlock_abi
-from tests.tools.conftest import is_root
+from tests.tools.conftest import is_root, stem
 
 
 def _idle_children(tools: Tools) -> list[psutil.Process]:
@@ -142,3 +142,20 @@ def test_with_a_skipping_index_the_server_stays_single_threaded_and_children_inh
         assert info["server"]["corpus_con_inherited"] is True
         assert info["server"]["empty_con_inherited"] is True
         assert tools.call("sql", query="SELECT count(*) AS n FROM filings").output["rows"] == [[60]]
+
+
+def test_a_filing_the_index_does_not_hold_is_not_found_without_a_child(tools, plain_corpus_dir):
+    # the judge looks up every span an answer cites, and answers cite filings that do not exist
+    absent = "0000009999-25-999999"
+    calls = [("read_filing", {"file_stem": absent, "start": 0, "max_chars": 10}),
+             ("sql", {"query": "SELECT 1 AS x FROM filing", "file_stem": absent})]
+    spare = _idle_children(tools)
+    answered = [tools.call(name, **args) for name, args in calls]
+    assert [r.worker_id for r in answered] == ["server", "server"]  # the fork server answered
+    assert [p.pid for p in _idle_children(tools)] == [p.pid for p in spare]  # no child used
+    with Tools.open(plain_corpus_dir, "sql+stream", cache="off") as plain:  # no index: children
+        by_child = [plain.call(name, **args) for name, args in calls]
+    assert all(r.worker_id.startswith("w") for r in by_child)
+    assert [r.error for r in answered] == [r.error for r in by_child]
+    assert {r.error.kind for r in answered} == {"not_found"}
+    assert tools.call("read_filing", file_stem=stem(3), start=0, max_chars=10).ok
