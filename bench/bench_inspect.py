@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -84,13 +85,14 @@ def run_ours(corpus: Path, n: int, url: str, work: Path, repo: Path = REPO) -> d
                     "api_key_env": "BENCH_KEY"} for i, m in ((1, "m1"), (2, "m2"))],
         "judge": {"provider": "rubric"},
         "limits": {"case_workers": 4, "cache": "off"}})
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _cpu_s()
     run = Experiment(config, env={"BENCH_KEY": "sk-bench"}, progress=False).run()
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, _cpu_s() - cpu0
     finished = [e.payload for e in run.run_events() if isinstance(e.payload, RunFinished)][-1]
     cases = run.cases_df()
     assert set(cases["status"]) == {"complete"}, cases["status"].value_counts()
-    return {"cases": len(cases), "wall_s": wall, "cases_wall_s": finished.wall_ms / 1000}
+    return {"cases": len(cases), "wall_s": wall, "cpu_s": cpu,
+            "cases_wall_s": finished.wall_ms / 1000}
 
 
 # -- inspect_ai's side (runs in .venv-inspect) -------------------------------------------------
@@ -140,16 +142,23 @@ def run_inspect(kind: str, corpus: Path, n: int, url: str, work: Path, query_pyt
                 sandbox="local" if kind == "local" else None)
     model = get_model("openai/fake-1", base_url=url, api_key="sk-bench",
                       responses_api=False)  # the fake server speaks chat completions
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _cpu_s()
     logs = inspect_eval(task, model=model, display="none", log_dir=str(work), max_samples=4,
                         max_connections=4)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, _cpu_s() - cpu0
     log = logs[0]
     assert log.status == "success", log.error
     assert log.samples is not None and len(log.samples) == n
     calls = sum(1 for s in log.samples for m in s.messages if m.role == "tool")
     assert calls == n, f"{calls} tool calls for {n} samples"
-    return {"cases": n, "wall_s": wall}
+    return {"cases": n, "wall_s": wall, "cpu_s": cpu}
+
+
+def _cpu_s() -> float:
+    """User + system CPU seconds of this process and its waited-for children (our tool server
+    and its workers once the run closes them; inspect's sandbox subprocesses)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 # -- the driver -------------------------------------------------------------------------------
@@ -208,6 +217,7 @@ def main() -> None:
     try:
         url = server.stdout.readline().strip()
         marginal: dict[str, list[float]] = {s: [] for s in sides}
+        cpu: dict[str, list[float]] = {s: [] for s in sides}
         with tempfile.TemporaryDirectory(prefix="bench-inspect-") as tmp:
             for r in range(args.repeat):
                 rows: dict[str, dict] = {s: {} for s in sides}
@@ -218,6 +228,9 @@ def main() -> None:
                     small, large = rows[side][0], rows[side][1]
                     ms = (large["wall_s"] - small["wall_s"]) / (large["cases"] - small["cases"])
                     marginal[side].append(ms * 1000)
+                    cpu_ms = ((large["cpu_s"] - small["cpu_s"])
+                              / (large["cases"] - small["cases"]) * 1000)
+                    cpu[side].append(cpu_ms)
                     extra = ""
                     if "cases_wall_s" in small and side == "ours":  # without the exports
                         cases_ms = ((large["cases_wall_s"] - small["cases_wall_s"])
@@ -225,7 +238,8 @@ def main() -> None:
                         marginal.setdefault("ours_cases_only", []).append(cases_ms)
                         extra = f", cases only (no exports) {cases_ms:.1f}"
                     print(f"round {r + 1} {side}: small {small['wall_s']:.2f} s, large "
-                          f"{large['wall_s']:.2f} s, marginal {ms * 1000:.1f} ms/case{extra}",
+                          f"{large['wall_s']:.2f} s, marginal {ms * 1000:.1f} ms/case{extra}, "
+                          f"CPU {cpu_ms:.1f} ms/case",
                           flush=True)
     finally:
         server.stdin.close()
@@ -236,7 +250,12 @@ def main() -> None:
               for s in sides if s not in ("ours", "base")}
     if "base" in medians and "ours" in medians:
         ratios["ours/base"] = round(medians["ours"] / medians["base"], 2)
+    cpu_medians = {s: round(statistics.median(v), 1) for s, v in cpu.items()}
+    if "ours" in cpu_medians:
+        ratios |= {f"cpu ours/{s}": round(cpu_medians["ours"] / cpu_medians[s], 2)
+                   for s in sides if s != "ours"}
     print(json.dumps({"marginal_ms_per_case_median": medians,
+                      "marginal_cpu_ms_per_case_median": cpu_medians,
                       "marginal_ms_all": {s: [round(x, 1) for x in v] for s, v in marginal.items()},
                       "ratios": ratios, "load_average": os.getloadavg(), "nproc": os.cpu_count(),
                       "command": " ".join([Path(sys.executable).name, *sys.argv])}, indent=1))
