@@ -50,6 +50,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PER_Q = 4  # our grid: 2 models x 2 strategies per question
+INSPECT_SIDES = ("bare", "local")
 
 
 # -- the fake server, in its own process ------------------------------------------------------
@@ -164,12 +165,13 @@ def _cpu_s() -> float:
 # -- the driver -------------------------------------------------------------------------------
 
 def one(side: str, n: int, args: argparse.Namespace, url: str, tmp: Path) -> dict:
-    python = sys.executable if side in ("ours", "base") else str(args.inspect_python)
+    ours = side not in INSPECT_SIDES
+    python = sys.executable if ours else str(args.inspect_python)
     work = Path(tempfile.mkdtemp(dir=tmp, prefix=f"{side}-{n}-"))
     cmd = [python, str(Path(__file__).resolve()), "--side", side, "--n", str(n), "--url", url,
            "--work", str(work), "--corpus", str(args.corpus), "--query-python", sys.executable]
-    if side == "base":
-        cmd += ["--repo", str(args.base_repo)]
+    if ours and side != "ours":
+        cmd += ["--repo", str(args.checkouts[side])]
     out = subprocess.run(cmd, check=False, capture_output=True, text=True, cwd=REPO)
     if out.returncode != 0:
         raise SystemExit(f"{side} n={n} failed:\n{out.stderr[-4000:]}")
@@ -190,6 +192,8 @@ def main() -> None:
     parser.add_argument("--base-repo", type=Path,
                         help="also run our side from this checkout (side `base`): before/after "
                              "pairs in the same run")
+    parser.add_argument("--also", action="append", default=[], metavar="NAME=PATH",
+                        help="one more side: our harness from the checkout PATH")
     # one measurement in this process (what the driver runs)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--side", help=argparse.SUPPRESS)
@@ -202,14 +206,17 @@ def main() -> None:
     if args.serve:
         return serve()
     if args.side:
-        if args.side in ("ours", "base"):
+        if args.side not in INSPECT_SIDES:
             result = run_ours(args.corpus, args.n, args.url, args.work, args.repo)
         else:
             result = run_inspect(args.side, args.corpus, args.n, args.url, args.work,
                                  args.query_python)
         print(json.dumps(result), flush=True)
         return
-    sides = args.sides.split(",") + (["base"] if args.base_repo else [])
+    args.checkouts = dict(a.split("=", 1) for a in args.also)
+    if args.base_repo:
+        args.checkouts["base"] = args.base_repo
+    sides = [s for s in args.sides.split(",") if s] + list(args.checkouts)
     sizes = {s: (args.local_small, args.local_large) if s == "local" else (args.small, args.large)
              for s in sides}
     server = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE,
@@ -247,9 +254,9 @@ def main() -> None:
     medians = {s: round(statistics.median(v), 1) for s, v in marginal.items()}
     ratios = {f"{o}/{s}": round(medians[o] / medians[s], 2)
               for o in ("ours", "ours_cases_only") if o in medians
-              for s in sides if s not in ("ours", "base")}
-    if "base" in medians and "ours" in medians:
-        ratios["ours/base"] = round(medians["ours"] / medians["base"], 2)
+              for s in sides if s in INSPECT_SIDES}
+    if "ours" in medians:
+        ratios |= {f"ours/{s}": round(medians["ours"] / medians[s], 2) for s in args.checkouts}
     cpu_medians = {s: round(statistics.median(v), 1) for s, v in cpu.items()}
     if "ours" in cpu_medians:
         ratios |= {f"cpu ours/{s}": round(cpu_medians["ours"] / cpu_medians[s], 2)
