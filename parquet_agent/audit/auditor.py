@@ -349,7 +349,7 @@ class _Session:
             proposal.columns, proposal.title, proposal.rationale, severity, derived,
             proposal.severity_reason if severity != derived else None, proposal.predicate,
             proposal.view, print_, evidence or _no_evidence(), n,
-            evaluations=tuple(asdict(e) for e in outcome.evaluations))
+            evaluations=outcome.evaluations)
         if outcome.verdict == "FAIL":
             finding = dataclasses.replace(finding, status="dismissed",
                                           dismissed_reason=outcome.critique)

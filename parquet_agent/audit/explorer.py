@@ -15,10 +15,17 @@ from pathlib import Path
 
 import ipywidgets as W
 
-from parquet_agent.audit.html import (diff_html, escape_text, evaluations_table, finding_html,
-                                      set_aside_html, table_html)
+from parquet_agent.audit.html import (
+    diff_html,
+    escape_text,
+    evaluations_table,
+    finding_html,
+    set_aside_html,
+    table_html,
+)
 from parquet_agent.audit.report import AuditReport
 
+_STEP_COLUMNS = ("step", "tool", "arguments", "gate", "ok", "confidence", "critique")
 TITLES = ("Findings", "Dismissed", "Diff", "Evaluations", "Steps")
 
 
@@ -37,8 +44,8 @@ class FindingsExplorer(W.VBox):
                               if r.collisions else ""))
         diff = W.HTML(diff_html(r))
         evaluations = W.HTML(evaluations_table(r.evaluations))
-        steps = W.HTML(table_html([{k: s.get(k) for k in ("step", "tool", "arguments", "gate", "ok",
-                                                      "confidence", "critique")} for s in r.steps]))
+        steps = W.HTML(table_html([s.model_dump(include=set(_STEP_COLUMNS)) for s in r.steps],
+                                  list(_STEP_COLUMNS)))
         self.tabs = W.Tab(children=[W.VBox([self.finding, self.detail]), dismissed, diff,
                                     evaluations, steps])
         self.tabs.titles = TITLES

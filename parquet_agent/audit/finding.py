@@ -10,6 +10,8 @@ The key is `F-` + a hash of (lineage, category, sorted columns, fingerprint), wh
 fingerprint is a hash of the count query's parse tree from DuckDB (`json_serialize_sql`, with
 source positions removed): the same predicate written with other spacing, case or parentheses
 is the same finding, two different predicates on one column are two findings.
+
+`Evidence` and `Finding` are the typed records of `report.audit_model` (findings.json's shape).
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 
 from parquet_agent.audit.taxonomy import CATEGORIES
+# the records themselves live with findings.json's shape (report.audit_model); named here too
+from parquet_agent.report.audit_model import Evidence, Finding, wilson
 from parquet_agent.tools.gate import MAX_PARSE_CHARS, query_size_problem
 
 MAX_EXAMPLES = 5
@@ -88,7 +91,7 @@ class Proposal:
             # a column of a table is shown by its name in its view (`flights.dep_delay` ->
             # `dep_delay`); another table's columns are not in this view's rows
             prefix = self.view + "."
-            own = [c[len(prefix):] if c.startswith(prefix) else c for c in self.columns
+            own = [c.removeprefix(prefix) for c in self.columns
                    if c.startswith(prefix) or "." not in c]
             shown = ", ".join(_capped(c) for c in dict.fromkeys([*key_columns, *own]))
             return (f"SELECT count(*) {where}", f"SELECT count(*) FROM {self.view}",
@@ -104,75 +107,6 @@ def _capped(column: str) -> str:
         return quoted
     return f"CASE WHEN typeof({quoted}) = 'VARCHAR' THEN left(CAST({quoted} AS VARCHAR), 120) " \
            f"ELSE CAST({quoted} AS VARCHAR) END AS {quoted}"
-
-
-@dataclass(frozen=True)
-class Evidence:
-    count_sql: str | None
-    denominator_sql: str | None
-    examples_sql: str | None
-    count: int
-    denominator: int
-    examples: tuple[dict, ...] = ()
-    source: str = "sql"  # sql | schema
-
-    @property
-    def fraction(self) -> float:
-        return self.count / self.denominator if self.denominator else 0.0
-
-    def interval(self) -> tuple[float, float]:
-        """The 95 % Wilson score interval of the affected fraction."""
-        return wilson(self.count, self.denominator)
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The interval, or (0, 1) (nothing known) for counts that are not k of n (a journal
-    written before the gate refused such evidence)."""
-    if n <= 0 or not 0 <= k <= n:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-@dataclass(frozen=True)
-class Finding:
-    key: str
-    lineage: str
-    snapshot_id: str
-    category: str
-    columns: tuple[str, ...]
-    title: str
-    rationale: str
-    severity: str
-    derived_severity: str
-    severity_reason: str | None
-    predicate: str | None
-    view: str
-    fingerprint: str
-    evidence: Evidence
-    step: int
-    status: str = "open"  # open | dismissed | collision (its key held by another finding)
-    dismissed_reason: str | None = None
-    evaluations: tuple[dict, ...] = field(default_factory=tuple)
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["fraction"] = self.evidence.fraction
-        data["interval"] = list(self.evidence.interval())
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Finding:
-        names = set(cls.__dataclass_fields__)
-        values = {k: v for k, v in data.items() if k in names}
-        ev = dict(values["evidence"])
-        ev["examples"] = tuple(ev.get("examples") or ())
-        values["evidence"] = Evidence(**ev)
-        values["columns"] = tuple(values["columns"])
-        values["evaluations"] = tuple(values.get("evaluations") or ())
-        return cls(**values)
 
 
 def fingerprint(sql: str) -> str:
@@ -239,3 +173,7 @@ def _strip_positions(node: Any) -> Any:
 def finding_key(lineage: str, category: str, columns: tuple[str, ...], print_: str) -> str:
     material = json.dumps([lineage, category, sorted(columns), print_], separators=(",", ":"))
     return "F-" + hashlib.sha256(material.encode()).hexdigest()[:16]
+
+
+__all__ = ["MAX_EXAMPLES", "Evidence", "Finding", "Proposal", "finding_key", "fingerprint",
+           "referenced_columns", "wilson"]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from parquet_agent.audit.prompt import DATA_RULE, quoted
+from parquet_agent.report.audit_model import Evaluation  # findings.json's record of it
 from parquet_agent.errors import ConfigError, ModelCallError
 from parquet_agent.models.protocol import (
     total_cost,
@@ -32,18 +33,6 @@ from parquet_agent.models.protocol import (
 VERDICTS = ("PASS", "WARN", "FAIL")  # ascending badness
 GATES = ("action", "finding", "run")
 EVALUATORS = ("rules", "self", "judge")
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    gate: str
-    evaluator: str
-    step: int
-    verdict: str
-    critique: str
-    input: dict[str, Any]
-    raw: tuple[str, ...] = ()  # run-relative raw request/response paths (model evaluators)
-    usage: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
-from parquet_agent.audit.finding import Finding
 from parquet_agent.escape import html_text
+from parquet_agent.report.audit_model import AuditSummary, Counted, Evaluation, Finding
 
 _CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 h1{font-size:1.4em}h2{margin-top:1.6em;border-bottom:1px solid #ccc}
@@ -49,9 +50,15 @@ def _cell(column: str, value: Any) -> str:
     return html_text(value if value is not None else "", 2000)
 
 
-def evaluations_table(evaluations: list[dict] | tuple) -> str:
-    return table_html([{k: e.get(k) for k in ("step", "gate", "evaluator", "verdict", "critique", "raw")}
-                   for e in evaluations])
+_EVALUATION_COLUMNS = ("step", "gate", "evaluator", "verdict", "critique", "raw")
+_STEP_COLUMNS = ("step", "tool", "arguments", "gate", "ok", "confidence", "critique",
+                 "finding_action", "usage", "cost_usd")
+
+
+def evaluations_table(evaluations: Sequence[Evaluation]) -> str:
+    # (raw paths shown as the JSON list they were read from)
+    return table_html([{k: list(e.raw) if k == "raw" else getattr(e, k) for k in _EVALUATION_COLUMNS}
+                       for e in evaluations])
 
 
 def finding_html(f: Finding) -> str:
@@ -70,52 +77,48 @@ def finding_html(f: Finding) -> str:
         f"{table_html(list(ev.examples))}<p>gate records</p>{evaluations_table(f.evaluations)}</details>")
 
 
-def set_aside_html(findings) -> str:
+def set_aside_html(findings: Sequence[Finding]) -> str:
     """Dismissed (or colliding) findings: what was proposed, why it was set aside, the gates."""
     return "".join(
-        f"<details><summary>{escape_text(d.get('category'))}: {escape_text(d.get('title'))}</summary>"
-        f"<p>reason: {escape_text(d.get('dismissed_reason'))}</p><pre>{escape_text(d.get('predicate') or '')}</pre>"
-        f"{evaluations_table(d.get('evaluations') or [])}</details>" for d in findings) or "<p>none</p>"
+        f"<details><summary>{escape_text(d.category)}: {escape_text(d.title)}</summary>"
+        f"<p>reason: {escape_text(d.dismissed_reason)}</p><pre>{escape_text(d.predicate or '')}</pre>"
+        f"{evaluations_table(d.evaluations)}</details>" for d in findings) or "<p>none</p>"
 
 
-def _share(measured: dict[str, Any] | None) -> str:
-    if not measured:
+def _share(measured: Counted | None) -> str:
+    if measured is None:
         return ""
-    count, denominator = measured.get("count"), measured.get("denominator")
-    share = f" ({count / denominator:.3%})" if count is not None and denominator else ""
-    return f"{count} of {denominator}{share}"
+    count, denominator, share = measured.count, measured.denominator, measured.share
+    return f"{count} of {denominator}" + (f" ({share:.3%})" if share is not None else "")
 
 
-def diff_html(report) -> str:
+def diff_html(report: AuditSummary) -> str:
     """The diff against the previous audit of the lineage, findings named by their titles: per
     status the findings, then each re-checked finding's count before and after (an interval of
     the old share, as a reader would write it, not a list of floats)."""
     if not report.previous_run:
         return "<p>no previous audit of this lineage: nothing to compare</p>"
-    titles = {r["key"]: r["title"] for r in report.rechecks}
+    titles = {r.key: r.title for r in report.rechecks}
     titles.update({f.key: f.title for f in report.findings})
     rows = [{"status": status, "findings": "; ".join(titles.get(k, k) for k in keys) or "none"}
-            for status, keys in report.diff.items()]
-    rechecked = [{"finding": r["title"], "category": r.get("category"), "status": r["status"],
-                  "before": _share(r.get("before")), "after": _share(r.get("after")),
-                  "old share, 95%": (f"{r['interval'][0]:.3%}–{r['interval'][1]:.3%}"
-                                     if r.get("interval") else ""),
-                  "reason": r.get("reason") or ""} for r in report.rechecks]
+            for status, keys in report.diff.by_status().items()]
+    rechecked = [{"finding": r.title, "category": r.category, "status": r.status,
+                  "before": _share(r.before), "after": _share(r.after),
+                  "old share, 95%": (f"{r.interval[0]:.3%}–{r.interval[1]:.3%}"
+                                     if r.interval else ""),
+                  "reason": r.reason or ""} for r in report.rechecks]
     return (f"<p>against {escape_text(report.previous_run)}: every open finding of it re-counted "
             f"on this snapshot without the model</p>{table_html(rows)}{table_html(rechecked)}")
 
 
-def render(report) -> bytes:
-    counts = report.verdict_counts()
-    gates = [{"gate": g, **v} for g, v in counts.items()]
+def render(report: AuditSummary) -> bytes:
+    gates = [{"gate": g, **v} for g, v in report.verdicts.items()]
     dismissed = set_aside_html(report.dismissed)
-    steps = [{k: s.get(k) for k in ("step", "tool", "arguments", "gate", "ok", "confidence",
-                                    "critique", "finding_action", "usage", "cost_usd")}
-             for s in report.steps]
+    steps = [{k: getattr(s, k) for k in _STEP_COLUMNS} for s in report.steps]
     body = (
         f"<h1>Audit {escape_text(report.run_id)} of {escape_text(report.lineage)}</h1>"
         f"<p>status <b>{escape_text(report.status)}</b>: {escape_text(report.reason)}<br>snapshot "
-        f"<code>{escape_text(report.snapshot_id)}</code>; model {escape_text(report.model)}; {len(report.steps)} "
+        f"<code>{escape_text(report.snapshot_id)}</code>; model {escape_text(report.model.model_dump(exclude_unset=True))}; {len(report.steps)} "
         f"steps, {report.tokens} tokens, cost {escape_text(report.cost_usd)} USD</p>"
         f"<h2>Gate verdicts</h2>{table_html(gates, ['gate', 'PASS', 'WARN', 'FAIL'])}"
         f"<h2>Findings ({len(report.findings)})</h2>"
@@ -123,7 +126,7 @@ def render(report) -> bytes:
         + f"<h2>Dismissed ({len(report.dismissed)})</h2>{dismissed}"
         f"<h2>Key collisions ({len(report.collisions)})</h2>{set_aside_html(report.collisions)}"
         f"<h2>Diff against {escape_text(report.previous_run or 'no previous run')}</h2>{diff_html(report)}"
-        f"<h2>Coverage</h2><pre>{escape_text(json.dumps(report.coverage, indent=1, default=str))}</pre>"
+        f"<h2>Coverage</h2><pre>{escape_text(json.dumps(report.coverage.model_dump(mode='json'), indent=1, default=str))}</pre>"
         f"<h2>Every evaluation</h2>{evaluations_table(report.evaluations)}"
         f"<h2>Steps</h2>{table_html(steps)}")
     page = (f"<!doctype html><html><head><meta charset='utf-8'>"

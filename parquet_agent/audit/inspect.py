@@ -3,28 +3,36 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from parquet_agent.audit.report import AuditReport
+from parquet_agent.report.audit_model import Counted
+
+
+def _counted(counted: Counted | None) -> str:
+    """As the re-check's JSON reads: {'count': 3, 'denominator': 10}, or None."""
+    return "None" if counted is None else str(counted.model_dump(exclude_unset=True))
 
 
 def inspect_run(report: AuditReport, full: bool = False) -> str:
-    lines = [report.text(), "", "coverage: " + json.dumps(report.coverage, default=str)]
+    coverage = report.coverage.model_dump(mode="json")
+    lines = [report.text(), "", "coverage: " + json.dumps(coverage, default=str)]
     if report.rechecks:
         lines.append("history (re-checked without the model):")
-        lines += [f"  {r['status']:13} {r['key']} {r['title']}: {r['before']} -> {r.get('after')}"
-                  for r in report.rechecks]
+        lines += [f"  {r.status:13} {r.key} {r.title}: {_counted(r.before)} -> "
+                  f"{_counted(r.after)}" for r in report.rechecks]
     if full:
         lines.append("steps:")
         for s in report.steps:
-            lines.append(f"  {s['step']:3} {s.get('tool')} {json.dumps(s.get('arguments'))[:200]} "
-                         f"gate={s['gate']} ok={s['ok']} conf={s.get('confidence')}")
-            if s.get("reasoning"):
-                lines.append(f"      reasoning: {s['reasoning'][:300]}")
-            if s.get("critique"):
-                lines.append(f"      critique: {s['critique'][:300]}")
+            lines.append(f"  {s.step:3} {s.tool} {json.dumps(s.arguments)[:200]} "
+                         f"gate={s.gate} ok={s.ok} conf={s.confidence}")
+            if s.reasoning:
+                lines.append(f"      reasoning: {s.reasoning[:300]}")
+            if s.critique:
+                lines.append(f"      critique: {s.critique[:300]}")
         lines.append("evaluations:")
-        lines += [f"  step {e['step']:3} {e['gate']:8} {e['evaluator']:6} {e['verdict']:4} "
-                  f"{e['critique'][:200]}" + (f" raw={e['raw']}" if e.get("raw") else "")
+        lines += [f"  step {e.step:3} {e.gate:8} {e.evaluator:6} {e.verdict:4} "
+                  f"{e.critique[:200]}" + (f" raw={list(e.raw)}" if e.raw else "")
                   for e in report.evaluations]
     return "\n".join(lines)
 
@@ -41,15 +49,16 @@ def inspect_finding(report: AuditReport, key: str) -> str:
              f"examples SQL:    {ev.examples_sql}", "examples:"]
     lines += [f"  {json.dumps(e, ensure_ascii=False, default=str)[:300]}" for e in ev.examples]
     lines.append("gate evaluations:")
-    lines += [f"  {e['evaluator']:6} {e['verdict']:4} {e['critique']}" for e in f.evaluations]
+    lines += [f"  {e.evaluator:6} {e.verdict:4} {e.critique}" for e in f.evaluations]
     return "\n".join(lines)
 
 
 def diff_runs(a: AuditReport, b: AuditReport) -> str:
     if a.lineage != b.lineage:
         return f"different lineages ({a.lineage!r} vs {b.lineage!r}): nothing to compare"
+    diff: dict[str, Sequence[str]]
     if b.previous_run == a.run_id:
-        diff = b.diff
+        diff = dict(b.diff.by_status())
         source = "measured: open findings of A re-counted on B's snapshot"
     else:
         keys_a, keys_b = {f.key for f in a.findings}, {f.key for f in b.findings}

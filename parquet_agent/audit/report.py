@@ -10,6 +10,10 @@ against the previous run of the same lineage comes from the `history_checked` ev
 open finding of that run re-counted on this snapshot) and this run's findings:
 new / resolved / regressed / unchanged / not re-checked. `write_exports` writes
 `findings.json`, `findings.csv` and `report.html` (`html.py`) into the run folder.
+
+The report is typed (`report.audit_model`): findings, dismissed findings and collisions are
+`Finding`s, evaluations `Evaluation`s, steps `StepRecord`s, re-checks `Recheck`s, the contract's
+checks `ContractStatus`es, coverage, diff and model records; findings.json is `to_json()`.
 """
 
 from __future__ import annotations
@@ -17,47 +21,41 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field, TypeAdapter
 
 from parquet_agent.audit.events import AUDIT_EVENTS
-from parquet_agent.audit.finding import Finding
 from parquet_agent.audit.state import AuditState
 from parquet_agent.errors import UsageError
 from parquet_agent.escape import csv_cell
 from parquet_agent.files import atomic_write_bytes
+from parquet_agent.report.audit_model import (
+    SCHEMA_VERSION,
+    AuditSummary,
+    Evaluation,
+    Finding,
+    StepRecord,
+)
 from parquet_agent.store.journal import read_journal
 
-SCHEMA_VERSION = 1
+if TYPE_CHECKING:
+    import pandas as pd
+
+_EVALUATIONS = TypeAdapter(tuple[Evaluation, ...])
 CSV_COLUMNS = ("key", "category", "columns", "title", "severity", "count", "denominator",
                "fraction", "predicate", "count_sql", "step")
 
 
-@dataclass(frozen=True)
-class AuditReport:
+class AuditReport(AuditSummary):
     """One audit run as its journal says it went: status, findings, gate evaluations, steps,
-    coverage and the diff with the previous run of the same lineage."""
+    coverage and the diff with the previous run of the same lineage. An `AuditSummary` (the
+    typed findings.json) with the run folder it was read from and each step's full record;
+    `to_json()` is findings.json, exactly."""
 
-    run_dir: Path
-    run_id: str
-    lineage: str
-    snapshot_id: str
-    status: str  # complete | incomplete | failed | running
-    reason: str
-    findings: tuple[Finding, ...]
-    dismissed: tuple[dict, ...]
-    evaluations: tuple[dict, ...]
-    steps: tuple[dict, ...]
-    coverage: dict[str, Any]
-    diff: dict[str, list]
-    previous_run: str | None
-    model: dict[str, Any] = field(default_factory=dict)
-    rechecks: tuple[dict, ...] = ()
-    collisions: tuple[dict, ...] = ()  # proposed findings whose key another finding holds
-    tokens: int = 0
-    cost_usd: float | None = 0.0
-    contract: tuple[dict, ...] = ()  # each contract check: violated | holds | dismissed | not_checked
+    run_dir: Path = Field(exclude=True)
+    steps: tuple[StepRecord, ...] = ()
 
     @classmethod
     def load(cls, run_dir: str | Path) -> AuditReport:
@@ -67,25 +65,30 @@ class AuditReport:
         if not journal.exists():
             raise UsageError(f"{run_dir}: not an audit run folder (no journal/audit.jsonl)")
         state = AuditState.fold(read_journal(journal, family=AUDIT_EVENTS).events)
-        started = state.started
-        finished = state.finished
+        started, finished = state.started, state.finished
         concluded = state.concluded or {}
-        return cls(
-            run_dir=run_dir, run_id=started.run_id if started else run_dir.name,
+        evaluations = _EVALUATIONS.validate_python(state.evaluations)
+        fields: dict[str, Any] = dict(
+            schema_version=SCHEMA_VERSION, run_id=started.run_id if started else run_dir.name,
             lineage=started.lineage if started else "",
             snapshot_id=started.snapshot.get("snapshot_id", "") if started else "",
             status=finished.status if finished else "running",
             reason=finished.reason if finished else "no audit_finished event",
+            model=started.model if started else {},
+            tokens=state.tokens + state.judge_tokens,  # the judges' too
+            cost_usd=state.cost_usd + state.judge_cost_usd if state.cost_known else None,
             findings=tuple(state.findings.values()), dismissed=tuple(state.dismissed),
-            evaluations=tuple(state.evaluations), steps=tuple(state.steps),
+            collisions=tuple(state.collisions), evaluations=evaluations,
             coverage={"profiled": sorted(state.profiles), "tried": sorted(state.tried),
                       "skipped": state.skipped, "run_gate": concluded.get("verdict"),
                       "reverified": concluded.get("reverified", {})},
-            diff=_diff(state), previous_run=state.history.previous_run if state.history else None,
-            model=started.model if started else {}, rechecks=tuple(state.rechecks),
-            collisions=tuple(state.collisions), contract=tuple(state.contract),
-            tokens=state.tokens + state.judge_tokens,  # the judges' too
-            cost_usd=state.cost_usd + state.judge_cost_usd if state.cost_known else None)
+            diff=_diff(state),
+            previous_run=state.history.previous_run if state.history else None,
+            rechecks=tuple(state.rechecks), verdicts=_verdicts(evaluations),
+            steps=tuple(state.steps))
+        if state.contract:  # (findings.json has the key only when the audit had a contract)
+            fields["contract"] = tuple(state.contract)
+        return cls.model_validate({"run_dir": run_dir, **fields})
 
     def finding(self, key: str) -> Finding:
         """The committed finding with this key; UsageError listing the keys otherwise."""
@@ -95,7 +98,7 @@ class AuditReport:
         raise UsageError(f"no committed finding {key!r} in {self.run_dir}; the keys are: "
                          + ", ".join(f.key for f in self.findings))
 
-    def findings_df(self):
+    def findings_df(self) -> pd.DataFrame:
         """The committed findings as a DataFrame (the columns of findings.csv)."""
         import pandas as pd
 
@@ -103,29 +106,7 @@ class AuditReport:
 
     def verdict_counts(self) -> dict[str, dict[str, int]]:
         """gate -> verdict -> how many evaluations gave it."""
-        out: dict[str, dict[str, int]] = {}
-        for e in self.evaluations:
-            gate = out.setdefault(e["gate"], {"PASS": 0, "WARN": 0, "FAIL": 0})
-            gate[e["verdict"]] += 1
-        return out
-
-    def to_json(self) -> dict[str, Any]:
-        """The report as JSON (findings.json's form, with its schema_version)."""
-        return {
-            "schema_version": SCHEMA_VERSION, "run_id": self.run_id, "lineage": self.lineage,
-            "snapshot_id": self.snapshot_id, "status": self.status, "reason": self.reason,
-            "model": self.model, "tokens": self.tokens, "cost_usd": self.cost_usd,
-            "findings": [f.to_json() for f in self.findings], "dismissed": list(self.dismissed),
-            "collisions": list(self.collisions),
-            **({"contract": list(self.contract)} if self.contract else {}),
-            "evaluations": list(self.evaluations), "coverage": self.coverage,
-            "diff": self.diff, "previous_run": self.previous_run, "rechecks": list(self.rechecks),
-            "verdicts": self.verdict_counts(),
-            "steps": [{k: s.get(k) for k in ("step", "tool", "arguments", "gate", "ok",
-                                              "critique", "finding_action", "reasoning",
-                                              "confidence", "usage", "cost_usd")}
-                      for s in self.steps],
-        }
+        return self.verdicts
 
     def text(self) -> str:
         """The report as a few lines of text (what `audit inspect` prints)."""
@@ -138,20 +119,20 @@ class AuditReport:
             lines.append(f"  [{f.severity:8}] {f.key} {f.category:18} {f.title}: "
                          f"{f.evidence.count}/{f.evidence.denominator}")
         for d in self.dismissed:
-            lines.append(f"  dismissed: {d['title']} ({(d.get('dismissed_reason') or '')[:100]})")
-        for c in self.collisions:
-            lines.append(f"  KEY COLLISION: {c['title']} ({c.get('dismissed_reason') or ''})")
+            lines.append(f"  dismissed: {d.title} ({(d.dismissed_reason or '')[:100]})")
+        for k in self.collisions:
+            lines.append(f"  KEY COLLISION: {k.title} ({k.dismissed_reason or ''})")
         if self.contract:
-            counts = {s: sum(c["status"] == s for c in self.contract)
+            counts = {s: sum(c.status == s for c in self.contract)
                       for s in ("violated", "holds", "dismissed", "not_checked")}
             lines.append(f"contract: {len(self.contract)} checks, "
                          + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
             for c in self.contract:
-                if c["status"] in ("not_checked", "dismissed"):
-                    lines.append(f"  contract {c['check']} {c['status']}: {c['description']} "
-                                 f"({(c.get('reason') or '')[:160]})")
+                if c.status in ("not_checked", "dismissed"):
+                    lines.append(f"  contract {c.check} {c.status}: {c.description} "
+                                 f"({(c.reason or '')[:160]})")
         if self.previous_run:
-            counts = {k: len(v) for k, v in self.diff.items()}
+            counts = {k: len(v) for k, v in self.diff.by_status().items()}
             lines.append(f"diff against {self.previous_run}: {counts}")
         lines.append(f"run folder: {self.run_dir}")
         return "\n".join(lines)
@@ -170,12 +151,20 @@ def _row(f: Finding) -> dict[str, Any]:
             "predicate": f.predicate, "count_sql": f.evidence.count_sql, "step": f.step}
 
 
-def _diff(state: AuditState) -> dict[str, list]:
+def _diff(state: AuditState) -> dict[str, list[str]]:
     rechecks = state.rechecks
     before = {r["key"] for r in rechecks}
-    out: dict[str, list] = {"new": sorted(k for k in state.findings if k not in before)}
+    out: dict[str, list[str]] = {"new": sorted(k for k in state.findings if k not in before)}
     for status in ("resolved", "regressed", "unchanged", "not_rechecked"):
         out[status] = [r["key"] for r in rechecks if r["status"] == status]
+    return out
+
+
+def _verdicts(evaluations: tuple[Evaluation, ...]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for e in evaluations:
+        gate = out.setdefault(e.gate, {"PASS": 0, "WARN": 0, "FAIL": 0})
+        gate[e.verdict] += 1
     return out
 
 
@@ -193,3 +182,6 @@ def write_exports(report: AuditReport) -> None:
     from parquet_agent.audit.html import render
 
     atomic_write_bytes(report.run_dir / "report.html", render(report))
+
+
+__all__ = ["CSV_COLUMNS", "SCHEMA_VERSION", "AuditReport", "write_exports"]

@@ -21,9 +21,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from parquet_agent.errors import UsageError
+
+if TYPE_CHECKING:
+    from parquet_agent.audit.report import AuditReport
 
 
 class PreviousRun(TypedDict):
@@ -97,7 +100,7 @@ class FindingsStore:
             return self._con.execute(sql.replace("%s", "?"), params)
         return self._con.execute(sql, params)
 
-    def index(self, report) -> None:
+    def index(self, report: AuditReport) -> None:
         """(Re)index one report: its run, findings, observations and column metrics."""
         manifest = json.loads((report.run_dir / "manifest.json").read_text())
         run_id = report.run_id
@@ -108,8 +111,8 @@ class FindingsStore:
             "(run_id) DO UPDATE SET status = excluded.status, findings = excluded.findings, "
             "dismissed = excluded.dismissed",
             (run_id, report.lineage, report.snapshot_id, report.status, manifest["created_at"],
-             str(report.run_dir.resolve()), json.dumps(report.model), len(report.findings),
-             len(report.dismissed)))
+             str(report.run_dir.resolve()), json.dumps(report.model.model_dump(exclude_unset=True)),
+             len(report.findings), len(report.dismissed)))
         for f in report.findings:
             self._execute("INSERT INTO audit_findings VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                           (run_id, f.key, f.lineage, f.category, ",".join(f.columns), f.title,
@@ -117,23 +120,23 @@ class FindingsStore:
                            json.dumps(f.to_json(), default=str)))
             self._observe(run_id, f.key, "finding", f.evidence.count, f.evidence.denominator, "open")
         for c in report.collisions:  # kept apart from the finding that holds the key
-            ev = c.get("evidence") or {}
-            self._observe(run_id, c["key"], "collision", ev.get("count"), ev.get("denominator"),
+            self._observe(run_id, c.key, "collision", c.evidence.count, c.evidence.denominator,
                           "collision")
         for r in report.rechecks:
-            after = r.get("after") or {}
-            self._observe(run_id, r["key"], "recheck", after.get("count"),
-                          after.get("denominator"), r["status"])
+            after = r.after
+            self._observe(run_id, r.key, "recheck", after.count if after else None,
+                          after.denominator if after else None, r.status)
         for step in report.steps:
-            if step.get("tool") == "get_stats" and step.get("ok"):
-                out = step["output"]
+            if step.tool == "get_stats" and step.ok:
+                out = step.output  # (get_stats' output: a tool's JSON)
                 for metric in _METRICS:
                     self._execute("INSERT INTO audit_metrics VALUES (%s, %s, %s, %s) "
                                   "ON CONFLICT DO NOTHING", (run_id, out["column"], metric,
                                                              float(out[metric])))
         self._con.commit()
 
-    def _observe(self, run_id: str, key: str, source: str, count, denominator, status: str) -> None:
+    def _observe(self, run_id: str, key: str, source: str, count: int | None,
+                 denominator: int | None, status: str) -> None:
         self._execute("INSERT INTO audit_observations VALUES (%s, %s, %s, %s, %s, %s) "
                       "ON CONFLICT DO NOTHING", (run_id, key, source, count, denominator, status))
 

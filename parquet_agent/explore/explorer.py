@@ -225,13 +225,11 @@ class CaseExplorer(W.VBox):
         text = json.dumps(record.to_dict() if record else {}, ensure_ascii=False, default=str)
         named = []
         for audit in self.audits:
-            stems = {e.get("file_stem") for f in audit.findings
-                     for e in (f.get("evidence") or {}).get("examples") or []} - {None}
-            for f in audit.findings_on(s for s in stems if str(s) in text):
-                named.append(f"<li>[{html_text(str(f.get('severity')))}] "
-                             f"{html_text(str(f.get('category')))}: "
-                             f"{html_text(str(f.get('title')))} (audit "
-                             f"{html_text(audit.run_id)})</li>")
+            stems = {row.get("file_stem") for f in audit.findings
+                     for row in f.evidence.examples} - {None}  # (example rows are data)
+            for f in audit.findings_on(str(s) for s in stems if str(s) in text):
+                named.append(f"<li>[{html_text(f.severity)}] {html_text(f.category)}: "
+                             f"{html_text(f.title)} (audit {html_text(audit.run_id)})</li>")
         head = ""
         if case_id is not None and self.audits:
             head = (f"<p><b>Findings whose example rows are filings {html_text(case_id)} "

@@ -6,7 +6,8 @@
     audits[0].findings_on(["0000950103-25-001861"])    # findings whose example rows are these
 
 An audit (`parquet_agent.audit`) writes `manifest.json` (kind "audit", the dataset snapshot) and
-`findings.json` (its AuditReport, schema_version 1) into its run folder. The report and the
+`findings.json` (its AuditReport, schema_version 1; typed by `report.audit_model`, read with
+`read_findings`: a forged or damaged file is refused naming the field) into its run folder. The report and the
 explorer sit below the audit package, so they read those files, never its code. `matches` says
 whether the audit saw exactly the experiment's corpus (the same snapshot id: the same files,
 byte for byte); an audit of another snapshot is still shown, marked so, and `auto` takes only
@@ -25,30 +26,39 @@ from typing import Any
 
 from parquet_agent.errors import UsageError
 from parquet_agent.escape import html_text
+from parquet_agent.report.audit_model import AuditSummary, Finding, read_findings
 
-READABLE_VERSIONS = (1,)
 _SEVERITY_ORDER = ("critical", "high", "medium", "low", "info")
 
 
 @dataclass(frozen=True)
 class CorpusAudit:
     run_dir: Path
-    run_id: str
-    lineage: str
-    snapshot_id: str
-    status: str
+    summary: AuditSummary  # findings.json, typed (`report.audit_model`)
     matches: bool  # the audit's snapshot is the experiment's corpus snapshot
-    findings: tuple[dict[str, Any], ...]
-    dismissed: int
-    collisions: int
-    verdicts: dict[str, dict[str, int]]
-    diff: dict[str, list[str]]
-    previous_run: str | None
+    findings: tuple[Finding, ...]  # most severe first
     digest: str  # sha256 of the findings.json read
+
+    @property
+    def run_id(self) -> str:
+        return self.summary.run_id
+
+    @property
+    def lineage(self) -> str:
+        return self.summary.lineage
+
+    @property
+    def snapshot_id(self) -> str:
+        return self.summary.snapshot_id
+
+    @property
+    def status(self) -> str:
+        return self.summary.status
 
     @classmethod
     def load(cls, audit_dir: str | Path, corpus_snapshot_id: str | None) -> CorpusAudit:
-        """Read one audit run folder (UsageError, saying what to do, when it is not one)."""
+        """Read one audit run folder (UsageError, saying what to do, when it is not one or its
+        findings.json is not a valid one: the file and the field are named)."""
         audit_dir = Path(audit_dir).resolve()
         manifest = _json(audit_dir / "manifest.json")
         if not isinstance(manifest, dict) or manifest.get("kind") != "audit":
@@ -58,30 +68,24 @@ class CorpusAudit:
         if raw is None:
             raise UsageError(f"{audit_dir}: the audit has no findings.json yet (still running, "
                              "or stopped): finish it with `parquet-agent audit run ... --resume`")
-        data = json.loads(raw)
-        if data.get("schema_version") not in READABLE_VERSIONS:
-            raise UsageError(f"{audit_dir}/findings.json: schema_version "
-                             f"{data.get('schema_version')!r} is not one this reader knows "
-                             f"({READABLE_VERSIONS}); upgrade parquet_agent")
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise UsageError(f"{audit_dir}/findings.json is not JSON ({exc}); rebuild it with "
+                             "`parquet-agent export AUDIT_DIR`") from None
+        summary = read_findings(data, where=f"{audit_dir}/findings.json")
         return cls(
-            run_dir=audit_dir, run_id=str(data.get("run_id", audit_dir.name)),
-            lineage=str(data.get("lineage", "")), snapshot_id=str(data.get("snapshot_id", "")),
-            status=str(data.get("status", "")),
-            matches=corpus_snapshot_id is not None and data.get("snapshot_id") == corpus_snapshot_id,
-            findings=tuple(sorted((f for f in _items(data.get("findings")) if isinstance(f, dict)),
-                                  key=_order)),
-            dismissed=len(data.get("dismissed") or []),
-            collisions=len(data.get("collisions") or []),
-            verdicts=data.get("verdicts") or {}, diff=data.get("diff") or {},
-            previous_run=data.get("previous_run"),
+            run_dir=audit_dir, summary=summary,
+            matches=corpus_snapshot_id is not None and summary.snapshot_id == corpus_snapshot_id,
+            findings=tuple(sorted(summary.findings, key=_order)),
             digest="sha256:" + hashlib.sha256(raw).hexdigest())
 
-    def findings_on(self, file_stems: Iterable[str]) -> list[dict[str, Any]]:
+    def findings_on(self, file_stems: Iterable[str]) -> list[Finding]:
         """Findings with an example row of one of `file_stems` (examples are at most 5 rows
         per finding: a finding not listed may still affect them)."""
         stems = set(file_stems)
         return [f for f in self.findings
-                if any(e.get("file_stem") in stems for e in (f.get("evidence") or {}).get("examples") or [])]
+                if any(row.get("file_stem") in stems for row in f.evidence.examples)]
 
 
 def corpus_snapshot_id(run_dir: str | Path) -> str | None:
@@ -137,41 +141,34 @@ def _audit_html(audit: CorpusAudit, run_dir: str | Path | None) -> str:
              "<strong>another snapshot of the corpus</strong> than this run's: its counts may "
              "not hold for the files this run read")
     head = (f"<h3>audit {e(audit.run_id)} of {e(audit.lineage)}: {e(audit.status)}</h3>"
-            f"<p class=\"muted\">{len(audit.findings)} findings, {audit.dismissed} dismissed, "
-            f"{audit.collisions} key collisions; gates {e(json.dumps(audit.verdicts))}; "
+            f"<p class=\"muted\">{len(audit.findings)} findings, "
+            f"{len(audit.summary.dismissed)} dismissed, {len(audit.summary.collisions)} key "
+            f"collisions; gates {e(json.dumps(audit.summary.verdicts))}; "
             f"{match}; snapshot <code>{e(audit.snapshot_id)}</code>; findings.json "
             f"<code>{e(audit.digest)}</code>{link}</p>")
     if not audit.findings:
         return head + "<p>No findings.</p>"
     rows = []
     for f in audit.findings:
-        ev = f.get("evidence")
-        if not isinstance(ev, dict):
-            ev = {}
+        ev = f.evidence
         examples = "".join(f"<li><code>{e(json.dumps(x, ensure_ascii=False, default=str), 300)}"
-                           "</code></li>" for x in _items(ev.get("examples")))
+                           "</code></li>" for x in ev.examples)
         rows.append(
-            f"<tr><td>{e(str(f.get('severity')))}</td><td>{e(str(f.get('category')))}</td>"
-            f"<td>{e(', '.join(map(str, _items(f.get('columns')))))}</td>"
-            f"<td>{e(str(f.get('title')))}</td>"
-            f"<td class=\"num\">{e(ev.get('count'))} / {e(ev.get('denominator'))}</td>"
-            f"<td><details><summary><code>{e(str(f.get('key')))}</code></summary>"
-            f"<pre>{e(str(ev.get('count_sql') or '(from the snapshot schemas)'))}</pre>"
+            f"<tr><td>{e(f.severity)}</td><td>{e(f.category)}</td>"
+            f"<td>{e(', '.join(f.columns))}</td><td>{e(f.title)}</td>"
+            f"<td class=\"num\">{e(ev.count)} / {e(ev.denominator)}</td>"
+            f"<td><details><summary><code>{e(f.key)}</code></summary>"
+            f"<pre>{e(ev.count_sql or '(from the snapshot schemas)')}</pre>"
             f"<ul>{examples}</ul></details></td></tr>")
     return (head + "<table class=\"findings\"><thead><tr><th>severity</th><th>category</th>"
             "<th>columns</th><th>title</th><th class=\"num\">rows</th><th>SQL and examples</th>"
             "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
-def _items(value: Any) -> list:
-    """A list from a findings.json field that should hold one (a forged file may hold anything)."""
-    return value if isinstance(value, list) else []
-
-
-def _order(finding: dict[str, Any]) -> tuple:
-    severity = finding.get("severity")
+def _order(finding: Finding) -> tuple[int, str, str]:
+    severity = finding.severity
     rank = _SEVERITY_ORDER.index(severity) if severity in _SEVERITY_ORDER else len(_SEVERITY_ORDER)
-    return rank, str(finding.get("category")), str(finding.get("key"))
+    return rank, finding.category, finding.key
 
 
 def _bytes(path: Path) -> bytes | None:

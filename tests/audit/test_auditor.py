@@ -76,8 +76,8 @@ def test_baseline_scores_diffs_and_sees_a_repair_resolved(planted, audits, tmp_p
             "accession_nondigit", "empty_parsed_md", "type_change", "unknown_filer"} <= found
     assert result.per_category["referential"]["recall"] == 1.0  # tried, not skipped
     # the diff against the clean run: every finding is new, and it is the planted ones found
-    assert sorted(after.diff["new"]) == sorted(f.key for f in after.findings)
-    assert {after.finding(k).category for k in after.diff["new"]} == {
+    assert sorted(after.diff.new) == sorted(f.key for f in after.findings)
+    assert {after.finding(k).category for k in after.diff.new} == {
         d["category"] for d in manifest["defects"] if d["id"] in found}
     # repair one defect (md5) in a copy and audit again: resolved by re-check, not by absence
     repaired = tmp_path / "repaired"
@@ -89,12 +89,12 @@ def test_baseline_scores_diffs_and_sees_a_repair_resolved(planted, audits, tmp_p
         pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(f)), repaired / f.name)
     third = Auditor(store=store).run(repaired, run_dir=tmp_path / "a2", lineage="filings")
     md5_key = next(f.key for f in after.findings if f.columns == ("md5", "parsed_md"))
-    assert third.diff["resolved"] == [md5_key]
-    recheck = next(r for r in third.rechecks if r["key"] == md5_key)
-    first_request = RawStore(tmp_path / "a2", writable=False).read(third.steps[0]["raw"][0])
+    assert third.diff.resolved == (md5_key,)
+    recheck = next(r for r in third.rechecks if r.key == md5_key)
+    first_request = RawStore(tmp_path / "a2", writable=False).read(third.steps[0].raw[0])
     assert b'\\"status\\":\\"resolved\\"' in first_request  # the history is given to the agent
-    assert recheck["after"]["count"] == 0 and recheck["before"]["count"] > 0
-    assert set(third.diff["unchanged"]) == {f.key for f in after.findings} - {md5_key}
+    assert recheck.after.count == 0 and recheck.before.count > 0
+    assert set(third.diff.unchanged) == {f.key for f in after.findings} - {md5_key}
     # exports
     exported = json.loads((tmp_path / "a2" / "findings.json").read_text())
     assert exported["schema_version"] == 1 and exported["diff"]["resolved"] == [md5_key]
@@ -108,8 +108,8 @@ def test_baseline_scores_diffs_and_sees_a_repair_resolved(planted, audits, tmp_p
     for f in third.findings:
         assert html.escape(f.title) in diff
     for r in third.rechecks:
-        assert html.escape(r["title"]) in diff
-        assert r["fingerprint"] not in diff and "interval" not in diff
+        assert html.escape(r.title) in diff
+        assert r.fingerprint not in diff and "interval" not in diff
     assert not re.search(r"\[0\.\d+, ", diff) and " of " in diff
 
 
@@ -162,16 +162,16 @@ def test_scripted_run_exercises_every_verdict_at_every_gate(planted, tmp_path):
     for gate in ("action", "finding", "run"):
         assert all(counts[gate][v] >= 1 for v in ("PASS", "WARN", "FAIL")), (gate, counts)
     titles = {f.title: f for f in report.findings}
-    floor = [s for s in report.steps if FLOOR in (s.get("critique") or "")]
-    assert set(titles) - {s["arguments"]["title"] for s in floor} == {
+    floor = [s for s in report.steps if FLOOR in (s.critique or "")]
+    assert set(titles) - {s.arguments["title"] for s in floor} == {
         "char_count is not the text length", "file_stem missing"}
     assert titles["file_stem missing"].severity == titles["file_stem missing"].derived_severity != "critical"
-    dismissed = {d["title"]: d["dismissed_reason"] for d in report.dismissed}
+    dismissed = {d.title: d.dismissed_reason for d in report.dismissed}
     assert "no affected rows" in dismissed["negative counts"]
     assert "documented property" in dismissed["md5 is not the text hash"]
     # fail-fast: the judge is never asked after a rules FAIL
-    judged = [e for e in report.evaluations if e["evaluator"] == "judge"]
-    floor_judged = [e for e in judged if e["step"] in {s["step"] for s in floor}]
+    judged = [e for e in report.evaluations if e.evaluator == "judge"]
+    floor_judged = [e for e in judged if e.step in {s.step for s in floor}]
     assert len(judged) - len(floor_judged) == 4 and len(judged) == len(judge.requests)
     # every evaluation is in the journal with its input, and the judge's raw requests are stored
     events = read_journal(tmp_path / "run" / "journal" / "audit.jsonl").events
@@ -179,12 +179,12 @@ def test_scripted_run_exercises_every_verdict_at_every_gate(planted, tmp_path):
     assert len(evaluations) == len(report.evaluations) and all(e["input"] for e in evaluations)
     raw = RawStore(tmp_path / "run", writable=False)
     for e in judged:
-        request = json.loads(raw.read(e["raw"][0]))
+        request = json.loads(raw.read(e.raw[0]))
         assert request["request"]["purpose"] == "judge"
     # the action FAIL put its critique into the next step's state; no tool ran for it
     second = unquoted(model.requests[1].messages[-1].text)
     assert "DELETE" in second["critiques"][0] and second["queries"] == []
-    assert [e["evaluator"] for e in report.evaluations if e["gate"] == "run"] == [
+    assert [e.evaluator for e in report.evaluations if e.gate == "run"] == [
         "rules", "rules", "self", "judge"]
     assert len(model.requests) == len(script) - 1  # the self critique was the auditor's own call
     shown = json.loads((tmp_path / "run" / "findings.json").read_text())
@@ -261,7 +261,7 @@ def test_report_html_shows_findings_sql_gates_and_diff_and_escapes_everything(au
     from parquet_agent.audit.html import render
 
     hostile = replace(report.findings[0], title="<img src=x onerror=alert(1)>")
-    text = render(replace(report, findings=(hostile,))).decode()
+    text = render(report.model_copy(update={"findings": (hostile,)})).decode()
     assert "<img" not in text and "&lt;img src=x" in text
 
 

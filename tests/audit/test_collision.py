@@ -51,15 +51,15 @@ def test_a_key_held_by_another_fingerprint_is_reported_not_merged(filings_dir, t
                                                            lineage="L")
     assert second.findings == ()  # not merged into the key's holder
     (collision,) = second.collisions
-    assert collision["key"] == held.key and collision["status"] == "collision"
-    assert collision["fingerprint"] == held.fingerprint
-    reason = collision["dismissed_reason"]
+    assert collision.key == held.key and collision.status == "collision"
+    assert collision.fingerprint == held.fingerprint
+    reason = collision.dismissed_reason
     assert "key collision" in reason and "fp:another-predicate" in reason and "March rows" in reason
-    assert collision["evidence"]["count"] == held.evidence.count  # its own evidence, kept
+    assert collision.evidence.count == held.evidence.count  # its own evidence, kept
     # the holder is still measured on its own predicate (month = 3), not the colliding one
     (recheck,) = second.rechecks
-    assert recheck["title"] == "March rows" and recheck["status"] == "unchanged"
-    assert second.diff["new"] == []
+    assert recheck.title == "March rows" and recheck.status == "unchanged"
+    assert second.diff.new == ()
     # reported everywhere: the agent's next state, findings.json, report.html, text, the store
     state = unquoted(model.requests[1].messages[-1].text)
     assert any("key collision" in c for c in state["critiques"])

@@ -99,7 +99,7 @@ max = 1
 """)
     report = Auditor(AuditConfig.from_toml(config), store=tmp_path / "f.sqlite").run(
         data, run_dir=tmp_path / "run")
-    status = {c["check"]: c["status"] for c in report.contract}
+    status = {c.check: c.status for c in report.contract}
     assert status == {"keys[0].duplicates": "violated", "keys[0].nulls": "holds",
                       "references[0]": "violated", "ranges[0]": "violated",
                       "allowed[0]": "violated", "patterns[0]": "violated",
@@ -114,8 +114,8 @@ max = 1
     # the orphan, and the orders of the customer id the duplicate replaced
     assert orphan.evidence.count >= 1 and orphan.view == "orders"
     assert orphan.columns == ("customers.customer_id", "orders.customer_id")
-    assert "orders.discount" in next(c["reason"] for c in report.contract
-                                     if c["check"] == "ranges[1]")
+    assert "orders.discount" in next(c.reason for c in report.contract
+                                     if c.check == "ranges[1]")
     assert "contract: 8 checks, 6 violated, 1 holds, 1 not_checked" in report.text()
 
 

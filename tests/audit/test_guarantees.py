@@ -37,7 +37,7 @@ def test_an_http_auditor_is_recorded_and_its_key_never_stored(filings_dir, tmp_p
     assert report.cost_usd is not None and report.cost_usd > 0  # priced from the price table
     raw = RawStore(tmp_path / "run", writable=False)
     for step in report.steps:
-        request, response = (raw.read(p) for p in step["raw"])
+        request, response = (raw.read(p) for p in step.raw or ())
         assert b"State:" in request and b"tool_calls" in response
     for path in (tmp_path / "run").rglob("*"):
         if path.is_file():
@@ -62,12 +62,12 @@ def test_hostile_actions_stay_in_the_sandbox(filings_dir, tmp_path):
     report = Auditor(config, model=ScriptedModel(script)).run(filings_dir, run_dir=tmp_path / "r")
     first, second, third, fourth, _ = report.steps
     # the allow-list gate (issue 14) refuses read_text by name before the sandbox is reached
-    assert first["gate"] == "FAIL" and "read_text()" in first["critique"]
-    assert second["gate"] == "FAIL" and "SQL gate" in second["critique"]
-    assert third["finding_action"] == "dismissed" and report.findings == ()
-    assert "evidence could not be computed" in report.dismissed[0]["dismissed_reason"]
-    assert fourth["gate"] == "FAIL" and "exactly one tool call" in fourth["critique"]
-    assert report.status == "incomplete" and report.coverage["run_gate"] == "FAIL"
+    assert first.gate == "FAIL" and "read_text()" in first.critique
+    assert second.gate == "FAIL" and "SQL gate" in second.critique
+    assert third.finding_action == "dismissed" and report.findings == ()
+    assert "evidence could not be computed" in report.dismissed[0].dismissed_reason
+    assert fourth.gate == "FAIL" and "exactly one tool call" in fourth.critique
+    assert report.status == "incomplete" and report.coverage.run_gate == "FAIL"
     assert "accept" in report.reason and "run gate failed" in report.reason
 
 
@@ -76,5 +76,5 @@ def test_a_spent_budget_ends_the_run_as_incomplete(filings_dir, tmp_path):
         {"name": "get_stats", "arguments": {"column": "month"}}]})
     report = Auditor(AuditConfig(max_steps=3), model=model).run(filings_dir, run_dir=tmp_path / "r")
     assert report.status == "incomplete" and "budget ran out (steps)" in report.reason
-    assert len(model.requests) == 3 and report.coverage["run_gate"] == "FAIL"
-    assert [s["gate"] for s in report.steps[:3]] == ["PASS", "FAIL", "FAIL"]  # repeats refused
+    assert len(model.requests) == 3 and report.coverage.run_gate == "FAIL"
+    assert [s.gate for s in report.steps[:3]] == ["PASS", "FAIL", "FAIL"]  # repeats refused

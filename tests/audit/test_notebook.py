@@ -73,9 +73,9 @@ def test_the_notebook_plants_audits_scores_and_diffs(tmp_path, monkeypatch):
     assert data["diff"]["new"] and not data["diff"]["resolved"]
     # the model branch really went over HTTP: its steps and its judge are recorded
     run = AuditReport.load(tmp_path / "work" / "planted-model")
-    assert run.model["provider"] == "openai" and run.status == "complete"
-    judged = [e for e in run.evaluations if e["evaluator"] == "judge"]
-    assert judged and all(e["gate"] == "finding" and e["raw"] for e in judged)
+    assert run.model.provider == "openai" and run.status == "complete"
+    judged = [e for e in run.evaluations if e.evaluator == "judge"]
+    assert judged and all(e.gate == "finding" and e.raw for e in judged)
     assert len(calls) == len(run.steps) + len(judged)
     assert data["scores"]["model"]["overall"] == data["scores"]["baseline"]["overall"]
     mimes = [m for c in nb.cells if c.cell_type == "code" for o in c.outputs for m in o.get("data", {})]

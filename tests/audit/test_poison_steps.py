@@ -61,8 +61,8 @@ def test_evidence_outside_its_denominator_is_a_refused_step(filings_dir, tmp_pat
     report = Auditor(AuditConfig(run_policy="accept"), model=model,
                      store=tmp_path / "f.sqlite").run(filings_dir, run_dir=tmp_path / "r")
     assert report.status == "incomplete" and report.findings == ()
-    assert [s["finding_action"] for s in report.steps[:len(EVIDENCE)]] == ["dismissed"] * len(EVIDENCE)
-    reasons = {d["title"]: d["dismissed_reason"] for d in report.dismissed}
+    assert [s.finding_action for s in report.steps[:len(EVIDENCE)]] == ["dismissed"] * len(EVIDENCE)
+    reasons = {d.title: d.dismissed_reason for d in report.dismissed}
     assert set(reasons) == set(EVIDENCE)
     assert all("count within its denominator" in r for r in reasons.values()), reasons
     assert "gave 500 and the denominator query 10" in reasons["over"]
@@ -81,8 +81,8 @@ def test_a_predicate_nested_past_pythons_recursion_limit_is_dismissed(filings_di
                                                   CONCLUDE])
     assert report.status == "incomplete" and report.findings == ()
     first = report.steps[0]
-    assert first["finding_action"] == "dismissed"
-    assert "evidence could not be computed" in report.dismissed[0]["dismissed_reason"]
+    assert first.finding_action == "dismissed"
+    assert "evidence could not be computed" in report.dismissed[0].dismissed_reason
 
 
 def test_arguments_nested_900_deep_are_refused_before_they_are_journaled(filings_dir, tmp_path):
@@ -104,8 +104,8 @@ def test_arguments_nested_900_deep_are_refused_before_they_are_journaled(filings
                          store=tmp_path / "f.sqlite").run(filings_dir, run_dir=tmp_path / "r")
     assert report.status == "incomplete"
     first = report.steps[0]
-    assert first["gate"] == "FAIL" and "nest more than 32 levels" in first["critique"]
-    assert first["arguments"] == {}  # not journaled: encoding them recursed 900 deep
+    assert first.gate == "FAIL" and "nest more than 32 levels" in first.critique
+    assert first.arguments == {}  # not journaled: encoding them recursed 900 deep
 
 
 @pytest.mark.parametrize("poison", ["evidence", "nested predicate", "deep arguments"])
@@ -124,5 +124,5 @@ def test_a_resume_refuses_a_journaled_poison_step_instead_of_replaying_the_crash
     report = _audit(filings_dir, run_dir, [CONCLUDE], resume=True)
     assert report.status == "incomplete" and report.findings == ()
     first = report.steps[0]
-    assert first["step"] == 1 and first["ok"] is False
-    assert first["gate"] == "FAIL" or first["finding_action"] == "dismissed"
+    assert first.step == 1 and first.ok is False
+    assert first.gate == "FAIL" or first.finding_action == "dismissed"

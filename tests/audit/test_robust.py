@@ -130,7 +130,7 @@ def test_the_step_budget_is_sized_to_the_schema(tmp_path):
     table = pa.table({f"c{i}": [j % (i + 2) for j in range(20)] for i in range(columns)})
     report = audit(write(tmp_path / "wide", table), tmp_path)
     assert report.status == "complete"
-    profiled = {s["arguments"]["column"] for s in report.steps if s.get("tool") == "get_stats"}
+    profiled = {s.arguments["column"] for s in report.steps if s.tool == "get_stats"}
     assert len(profiled) == columns
 
 

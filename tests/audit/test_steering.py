@@ -46,10 +46,10 @@ def test_an_obedient_model_that_writes_nothing_gets_the_floor_and_no_complete(pl
     report = _audit(planted, tmp_path, [CONCLUDE], run_policy="accept")
     reported = _reported(report)
     assert len(reported) >= 5  # the planted duplicated key, orphans, gaps, swaps, ...
-    titles = {f.title for f in report.findings} | {d["title"] for d in report.dismissed}
+    titles = {f.title for f in report.findings} | {d.title for d in report.dismissed}
     assert {c["title"] for c in reported} <= titles
     assert len(report.findings) >= len(reported) - len(report.dismissed) > 0
-    floor = [s for s in report.steps if "deterministic floor" in (s.get("critique") or "")]
+    floor = [s for s in report.steps if "deterministic floor" in (s.critique or "")]
     assert len(floor) == len(reported)
     # the run gate failed (nothing profiled): accepting that conclusion is not `complete`
     assert report.status == "incomplete" and "run gate failed" in report.reason
@@ -66,7 +66,7 @@ def test_a_lowered_severity_is_kept_but_the_finding_gate_warns(planted, tmp_path
     report = _audit(planted, tmp_path / "run2", script, run_policy="accept")
     finding = next(f for f in report.findings if f.title == high.title)
     assert finding.severity == "info" and finding.derived_severity == high.severity
-    verdicts = [(e["verdict"], e["critique"]) for e in finding.evaluations]
+    verdicts = [(e.verdict, e.critique) for e in finding.evaluations]
     assert any(v == "WARN" and "severity lowered" in c for v, c in verdicts), verdicts
 
 
@@ -84,10 +84,10 @@ def test_a_judge_obeying_the_data_cannot_dismiss_the_deterministic_candidates(pl
     committed = {f.title: f for f in report.findings}
     assert reported and reported <= set(committed)
     for title in reported:
-        verdicts = {(e["evaluator"], e["verdict"]) for e in committed[title].evaluations}
+        verdicts = {(e.evaluator, e.verdict) for e in committed[title].evaluations}
         assert ("judge", "FAIL") in verdicts and ("rules", "FAIL") not in verdicts
     kept = [s for s in report.steps if "a model evaluator alone does not drop it" in
-            (s.get("critique") or "")]
+            (s.critique or "")]
     assert len(kept) == len(reported)
 
 
@@ -109,8 +109,8 @@ def test_a_fabricated_finding_whose_predicate_does_not_support_it_is_dismissed(
                   "predicate": "distance > 0"}
     report = _write(planted, tmp_path, fabricated)
     assert title not in {f.title for f in report.findings}
-    dismissed = next(d for d in report.dismissed if d["title"] == title)
-    assert problem in dismissed["dismissed_reason"]
+    dismissed = next(d for d in report.dismissed if d.title == title)
+    assert problem in dismissed.dismissed_reason
 
 
 def test_a_predicate_that_reads_its_columns_is_committed(planted, tmp_path):

@@ -93,6 +93,24 @@ def test_named_folders_that_are_not_audits_are_clear_errors(side_by_side, tmp_pa
         corpus_audits(run, [tmp_path])
 
 
+def test_a_findings_json_of_the_wrong_types_is_refused_naming_the_field(side_by_side, tmp_path):
+    """findings.json is read as the typed AuditSummary (report.audit_model): a count that is
+    markup is refused with the file and the field, never shown."""
+    run, audit, _ = side_by_side
+    forged = tmp_path / "forged"
+    shutil.copytree(audit.run_dir, forged)
+    data = json.loads((forged / "findings.json").read_text())
+    data["findings"][0]["evidence"]["count"] = "<img src=x onerror=alert(1)>"
+    (forged / "findings.json").write_text(json.dumps(data))
+    with pytest.raises(UsageError, match=r"findings.json: not a valid findings.json: "
+                       r"findings.0.evidence.count: Input should be a valid integer"):
+        corpus_audits(run, [forged])
+    data["schema_version"] = 2
+    (forged / "findings.json").write_text(json.dumps(data))
+    with pytest.raises(UsageError, match="schema_version 2 is not one this reader knows"):
+        corpus_audits(run, [forged])
+
+
 def test_case_explorer_has_a_findings_tab(side_by_side):
     run, audit, _ = side_by_side
     ex = CaseExplorer(run)

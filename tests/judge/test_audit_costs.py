@@ -34,10 +34,10 @@ def test_an_unpriced_judge_makes_the_audit_cost_unknown_and_its_tokens_count(fil
         report = Auditor(RUN_GATE_ONLY, model=_model(auditor, "gpt", price="list"),
                          judge=_model(judge, "local-judge")).run(filings_dir,
                                                                  run_dir=tmp_path / "run")
-    judged = [e for e in report.evaluations if e["evaluator"] == "judge"]
-    assert judged and all(e["usage"]["cost_usd"] is None for e in judged)
-    model_tokens = sum((s["usage"]["input_tokens"] or 0) + (s["usage"]["output_tokens"] or 0)
-                       for s in report.steps)
+    judged = [e for e in report.evaluations if e.evaluator == "judge"]
+    assert judged and all(e.usage is not None and e.usage["cost_usd"] is None for e in judged)
+    model_tokens = sum((s.usage["input_tokens"] or 0) + (s.usage["output_tokens"] or 0)
+                       for s in report.steps if s.usage is not None)
     findings = json.loads((tmp_path / "run" / "findings.json").read_text())
     assert findings["tokens"] == model_tokens + 320 * len(judged)
     assert findings["cost_usd"] is None

@@ -1,7 +1,7 @@
 """What reaches a page or a spreadsheet from hostile text (issue 24, item 6), in Debian's
 Chromium and real run folders:
 
-- a forged findings.json (evidence counts that are markup, a bidi override in a title) shown by
+- a forged findings.json (markup in its texts, a bidi override in a title) shown by
   the corpus-audit section, which the notebook widget displays without any CSP: nothing runs,
   nothing becomes markup, odd characters are marks;
 - a case whose answer is a megabyte of control and bidi characters opens in report.html at once
@@ -35,18 +35,23 @@ PWN = '<img src=x onerror="window.__pwned=1">'
 
 
 def _forged_audit(folder: Path) -> CorpusAudit:
+    """A findings.json of the right types (one of the wrong types is refused, naming the field:
+    tests/explore/test_corpus_audit.py) whose every text is hostile."""
     folder.mkdir()
     (folder / "manifest.json").write_text(json.dumps({"kind": "audit"}))
     finding = {
-        "key": "F-1", "severity": "high", "category": "validity", "title": "rows \u202eevil",
-        "columns": ["a\x1b[2Jb"], "evidence": {
-            "count": PWN, "denominator": "<script>window.__pwned=2</script>",
+        "key": "F-1 " + PWN, "lineage": "l", "snapshot_id": "s", "severity": "high",
+        "category": "validity", "title": "rows \u202eevil " + PWN, "columns": ["a\x1b[2Jb"],
+        "rationale": PWN, "derived_severity": "high", "severity_reason": None,
+        "predicate": None, "view": "data", "fingerprint": "fp:x", "step": 1, "evidence": {
+            "count": 1, "denominator": 2,
             "count_sql": "SELECT 1 -- </pre><script>window.__pwned=3</script>",
+            "denominator_sql": None, "examples_sql": None,
             "examples": [{"x": "<svg onload=window.__pwned=4>"}]}}
     (folder / "findings.json").write_text(json.dumps({
         "schema_version": 1, "run_id": "forged\u202e", "lineage": "l", "snapshot_id": "s",
-        "status": "complete", "findings": [finding, "not a finding"],
-        "verdicts": {"x": "<b>"}}))
+        "status": "complete", "reason": "<script>window.__pwned=2</script>",
+        "findings": [finding], "verdicts": {"<b>x</b>": {"PASS": 1}}}))
     return CorpusAudit.load(folder, None)
 
 
@@ -61,7 +66,7 @@ def test_a_forged_findings_json_runs_nothing_where_the_notebook_shows_it(browser
         page.wait_for_timeout(200)  # an onerror or onload would have run by now
         assert page.evaluate("window.__pwned") is None
         assert page.locator("img, script, svg").count() == 0
-        expect(page.locator("td.num")).to_contain_text(PWN)
+        expect(page.locator("td").nth(3)).to_contain_text(PWN)  # the title, as text
     finally:
         page.close()
 
