@@ -217,3 +217,52 @@ def test_judge_batch_is_frozen_only_when_on_and_its_wait_may_change_on_resume(tm
     assert allowed == ["config.judge.batch_wait_s: 3600.0 -> 60"]
     refused = compare_frozen({"config": plain.to_dict()}, {"config": batch.to_dict()})
     assert refused and all("config.judge.batch" in r for r in refused)
+
+
+@pytest.mark.parametrize("cap", ["nan", "inf", "-inf"])
+def test_a_cost_cap_that_is_not_a_finite_number_is_refused(tmp_path, cap):
+    """TOML's nan and inf are floats: a NaN cap never tripped and froze `NaN` (not JSON) into
+    the manifest (issue 26 item 6: every field checked on construction)."""
+    text = GOOD.replace("[limits]", f"[limits]\nmax_case_cost_usd = {cap}", 1)
+    assert "[limits].max_case_cost_usd" in errors_for(tmp_path, text)
+    assert "leave the key out for no cap" in errors_for(tmp_path, text)
+
+
+def test_records_from_python_take_lists_and_say_what_a_wrong_type_is(tmp_path):
+    from parquet_agent.experiment.config import Gates
+
+    assert Gates(["rules"]).action == ("rules",)  # (was refused: "expected a list, got list")
+    assert Sample("ids", ids=["Q1"]).ids == ("Q1",)
+    judge = ModelSpec(name="judge", provider="rubric", model="rubric")
+    model = ModelSpec(name="b", provider="baseline", model="baseline")
+    with pytest.raises(ConfigError, match="base_dir: expected a folder path"):
+        ExperimentConfig(name="py", corpus="c", questions="q", models=[model], judge=judge,
+                         base_dir=3)  # type: ignore[arg-type]  (was a TypeError)
+
+
+@pytest.mark.parametrize("run", ["run-v1", "run-v2", "run-v3"])
+def test_the_checked_in_runs_configs_read_back_with_every_frozen_value(run):
+    """Each frozen key reads back to its value; what `to_dict` adds are model keys added since
+    (at their defaults: `cache_prompts`, `structured_output`, `context_tokens`, `price`), and the
+    config read back is stable under its own hash."""
+    import json
+    from pathlib import Path
+
+    manifest = json.loads((Path(__file__).parent / "store" / "fixtures" / run
+                           / "manifest.json").read_text())
+    frozen = manifest["config"]
+    config = ExperimentConfig.from_dict(frozen, source="manifest.json")
+    now = config.to_dict()
+    later = {"cache_prompts": True, "structured_output": True, "context_tokens": None,
+             "price": None}
+    for key, value in frozen.items():
+        if key in ("models", "judge"):
+            entries = now[key] if key == "models" else [now[key]]
+            olds = value if key == "models" else [value]
+            for old, new in zip(olds, entries, strict=True):
+                assert {k: v for k, v in new.items() if k in old} == old
+                assert {k: v for k, v in new.items() if k not in old}.items() <= later.items()
+        else:
+            assert now[key] == value, key
+    again = ExperimentConfig.from_dict(now, source="manifest.json")
+    assert again == config and again.config_hash() == config.config_hash()

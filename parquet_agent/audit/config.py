@@ -38,6 +38,7 @@ here are the only ones a model would add.
 from __future__ import annotations
 
 import difflib
+import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -207,6 +208,24 @@ class AuditConfig:
         if any(v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1)
                for v in (self.max_steps, self.max_tool_calls)):
             raise ConfigError("[audit] max_steps and max_tool_calls must be integers of at least 1")
+        self._check_scalars()
+
+    def _check_scalars(self) -> None:
+        """The other scalar keys, each its type (a bool is not a number; nan is not a cap)."""
+        if self.lineage is not None:
+            check_type("[audit] lineage", self.lineage, str, "a string")
+        for key in ("max_tokens", "sample_rows"):
+            value = getattr(self, key)
+            if key == "max_tokens" and value is None:
+                continue
+            check_type(f"[audit] {key}", value, int, "an integer of at least 1")
+            if value < 1:
+                raise ConfigError(f"[audit] {key}: {value} is below the minimum 1")
+        if self.max_cost_usd is not None:
+            check_type("[audit] max_cost_usd", self.max_cost_usd, (int, float), "a number")
+            if not math.isfinite(self.max_cost_usd) or self.max_cost_usd <= 0:
+                raise ConfigError(f"[audit] max_cost_usd: {self.max_cost_usd} is not a positive "
+                                  "number of USD (leave the key out for no cap)")
 
     def sized(self, columns: int) -> AuditConfig:
         """This config with the budgets it leaves open sized to a schema of `columns` columns:

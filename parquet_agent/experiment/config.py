@@ -56,11 +56,25 @@ Models are `parquet_agent.models.spec.ModelSpec` records (built by the models pi
 `max_attempts`, `timeout_s`, `fail_on_pin_mismatch`, `tool_call_content`, `max_tokens_field`,
 `script`), so they go to `models.build_model` as they are. A `rubric` judge is a ModelSpec with
 `provider="rubric"`, which `build_model` does not build: the judge piece handles it.
+
+Why frozen dataclasses and not pydantic models (issue 26 item 6 accepts either): every field is
+typed (no `Any` in a public field) and checked in `__post_init__` / `__init__`, from TOML and from
+Python alike. Moving to pydantic would change what is accepted and what is said, measured with
+pydantic 2.14 on `Limits`' fields: its lax mode takes `max_rounds = true` as 1 and `"4"` as 4
+(both refused here: a bool is not an int, `checks.check_type`), turns a cost cap of 2 into 2.0 at
+construction (kept as given here, written 2.0 by `to_dict`), and says "Extra inputs are not
+permitted" for an unknown key, with neither the closest key nor the allowed ones; strict mode
+instead refuses the TOML arrays that tuple fields are read from. Matching today's messages would
+mean wrapping every pydantic error, for the same checks. `to_dict()` and `config_hash()` are
+written by hand either way (keys left out at their defaults, so the checked-in runs' hashes
+hold). The case record and the audit report are pydantic because they are read back from files
+other versions wrote; a config is read from TOML and frozen into a manifest this code writes.
 """
 
 from __future__ import annotations
 
 import difflib
+import math
 import random
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -120,7 +134,8 @@ class Sample:
             if self.ids is not None:
                 raise fail(w, "give either {n, seed} or {ids}, not both")
         elif self.kind == "ids":
-            check_type(join(w, "ids"), self.ids, tuple, "a tuple of question ids")
+            check_type(join(w, "ids"), self.ids, (list, tuple), "a list of question ids")
+            object.__setattr__(self, "ids", tuple(self.ids or ()))  # Sample("ids", ids=[...])
             if not self.ids:
                 raise fail(join(w, "ids"), "is empty")
             for qid in self.ids:
@@ -175,7 +190,7 @@ class Sample:
             chosen = set(random.Random(self.seed).sample(sorted(known), self.n))
         return tuple(q for q in all_ids if q in chosen)
 
-    def to_json(self) -> Any:
+    def to_json(self) -> str | dict[str, int | list[str] | None]:
         if self.kind == "all":
             return "all"
         if self.kind == "n":
@@ -220,8 +235,10 @@ class Limits:
                 raise fail(join(w, "max_case_tokens"), "must be positive")
         if self.max_case_cost_usd is not None:
             check_type(join(w, "max_case_cost_usd"), self.max_case_cost_usd, (int, float), "a number")
-            if self.max_case_cost_usd <= 0:
-                raise fail(join(w, "max_case_cost_usd"), "must be positive")
+            # TOML's nan and inf are floats: a NaN cap never trips and is not JSON in the manifest
+            if not math.isfinite(self.max_case_cost_usd) or self.max_case_cost_usd <= 0:
+                raise fail(join(w, "max_case_cost_usd"), f"{self.max_case_cost_usd} is not a "
+                           "positive number of USD (leave the key out for no cap)")
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (one form per value: a cost cap of 2 is written 2.0, as TOML's 2.0)."""
@@ -254,7 +271,8 @@ class Gates:
 
     def __post_init__(self) -> None:
         w = join(self._where, "action")
-        check_type(w, self.action, tuple, "a list of evaluator names")
+        check_type(w, self.action, (list, tuple), "a list of evaluator names")
+        object.__setattr__(self, "action", tuple(self.action))  # Gates(["rules"]) from Python
         for name in self.action:
             if name not in ACTION_EVALUATORS:
                 raise fail(w, f"{name!r} is not an evaluator an experiment can run; use "
@@ -306,7 +324,10 @@ class ExperimentConfig:
                  runs_dir: str | Path = Path("runs"), limits: Limits = Limits(),
                  scope: str | Path | None = None, engine: EngineConfig = EngineConfig(),
                  gates: Gates = Gates(), base_dir: str | Path | None = None, source: str = "config") -> None:
+        check_type("config source", source, str, "a string naming where the config came from")
         s = f"{source}:"
+        if base_dir is not None:
+            check_type(f"{s} base_dir", base_dir, (str, Path), "a folder path")
         check_type(f"{s} name", name, str, "a string")
         if not name.strip():
             raise fail(f"{s} name", "is empty")

@@ -70,6 +70,12 @@ def test_a_table_from_python_is_read_as_from_table_reads_it():
      ["[audit.model] variant: 'sighted' is not one of blind, reference"]),
     ({"judge": {"provider": "audit-baseline"}}, ["[audit.judge]", "it does not judge"]),
     ({"model": {"provider": "openai", "model": "gpt-4o"}}, ["[audit.model]", "needs `api_key_env`"]),
+    # the scalar keys are checked when built too (they were taken as given before)
+    ({"max_cost_usd": float("nan")}, ["[audit] max_cost_usd: nan is not a positive number"]),
+    ({"max_cost_usd": "2"}, ["[audit] max_cost_usd: expected a number"]),
+    ({"max_tokens": True}, ["[audit] max_tokens: expected an integer"]),
+    ({"sample_rows": 0}, ["[audit] sample_rows: 0 is below the minimum 1"]),
+    ({"lineage": 7}, ["[audit] lineage: expected a string"]),
 ])
 def test_a_bad_table_is_a_config_error_naming_the_key(table, expected):
     with pytest.raises(ConfigError) as caught:
