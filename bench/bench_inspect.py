@@ -18,6 +18,10 @@ per question, then a text answer), and 1 tool call between them. The sides:
   `log_model_api` default: the first few raw calls per model; nothing fsynced).
 - `local` (like-for-like): the same, with `sandbox="local"` and a tool that runs the same DuckDB
   query through `sandbox().exec([python, -c, ...])` (one subprocess per call).
+- `ours_cached` (optional): ours with the tool result cache on and a second fake server that asks
+  every case the same query, so the tool is answered in-process from the cache as inspect's bare
+  tool is: everything else of ours (raw bodies, journals, judge, exports) unchanged. The sandbox
+  is the difference between `ours` and `ours_cached`.
 
 Marginal ms per case = slope between a small and a large size, each side in its own process
 (timed inside it, around the run call only: imports and the interpreter are not counted; the
@@ -33,6 +37,11 @@ its own virtualenv, used only as the interpreter of the `bare` and `local` sides
 Run (from the repository root, with our own .venv):
 
     .venv/bin/python bench/bench_inspect.py --corpus /tmp/sample2000 --repeat 3
+    .venv/bin/python bench/bench_inspect.py --sides ours,ours_cached,bare --repeat 3
+    .venv/bin/python bench/bench_inspect.py --sides ours --also before=../old-checkout
+
+Also printed: CPU ms per case (user + system of each side's process and the children it waited
+for, the same slope), steadier than wall time on a shared machine.
 """
 
 from __future__ import annotations
@@ -55,22 +64,32 @@ INSPECT_SIDES = ("bare", "local")
 
 # -- the fake server, in its own process ------------------------------------------------------
 
-def serve() -> None:
-    """Serve the fake OpenAI server until stdin closes; print its URL first."""
+def serve(same_query: bool = False) -> None:
+    """Serve the fake OpenAI server until stdin closes; print its URL first. `same_query`: every
+    case is asked the same SQL (for `ours_cached`, whose tool answers from its result cache)."""
     sys.path.insert(0, str(REPO))
     sys.path.insert(0, str(REPO / "bench"))
     from bench_harness import script
 
-    from parquet_agent.models.fakes import openai_server
+    from parquet_agent.models.fakes import FakeReply, FakeToolCall, openai_server
 
-    with openai_server(script) as server:
+    def same(request):
+        reply = script(request)
+        if not reply.tool_calls:
+            return reply
+        query = "SELECT count(*) AS n, 0 AS tag FROM filings WHERE month = 1"
+        return FakeReply(tool_calls=(FakeToolCall("sql", {"query": query}, id="call_1"),),
+                         cost=reply.cost)
+
+    with openai_server(same if same_query else script) as server:
         print(server.url + "/v1", flush=True)
         sys.stdin.read()
 
 
 # -- our side ---------------------------------------------------------------------------------
 
-def run_ours(corpus: Path, n: int, url: str, work: Path, repo: Path = REPO) -> dict:
+def run_ours(corpus: Path, n: int, url: str, work: Path, repo: Path = REPO,
+             cache: str = "off") -> dict:
     sys.path.insert(0, str(repo))
     from parquet_agent.corpus.questions import load_questions
     from parquet_agent.experiment.config import ExperimentConfig
@@ -85,14 +104,17 @@ def run_ours(corpus: Path, n: int, url: str, work: Path, repo: Path = REPO) -> d
         "models": [{"name": m, "provider": "openai", "model": f"fake-{i}", "base_url": url,
                     "api_key_env": "BENCH_KEY"} for i, m in ((1, "m1"), (2, "m2"))],
         "judge": {"provider": "rubric"},
-        "limits": {"case_workers": 4, "cache": "off"}})
+        "limits": {"case_workers": 4, "cache": cache}})
     t0, cpu0 = time.perf_counter(), _cpu_s()
     run = Experiment(config, env={"BENCH_KEY": "sk-bench"}, progress=False).run()
     wall, cpu = time.perf_counter() - t0, _cpu_s() - cpu0
     finished = [e.payload for e in run.run_events() if isinstance(e.payload, RunFinished)][-1]
     cases = run.cases_df()
     assert set(cases["status"]) == {"complete"}, cases["status"].value_counts()
+    tools = run.tool_calls_df()
+    assert len(tools) == len(cases), f"{len(tools)} tool calls for {len(cases)} cases"
     return {"cases": len(cases), "wall_s": wall, "cpu_s": cpu,
+            "tool_cache_hits": int(tools["cache_hit"].sum()),
             "cases_wall_s": finished.wall_ms / 1000}
 
 
@@ -170,8 +192,10 @@ def one(side: str, n: int, args: argparse.Namespace, url: str, tmp: Path) -> dic
     work = Path(tempfile.mkdtemp(dir=tmp, prefix=f"{side}-{n}-"))
     cmd = [python, str(Path(__file__).resolve()), "--side", side, "--n", str(n), "--url", url,
            "--work", str(work), "--corpus", str(args.corpus), "--query-python", sys.executable]
-    if ours and side != "ours":
+    if side in args.checkouts:
         cmd += ["--repo", str(args.checkouts[side])]
+    if side == "ours_cached":
+        cmd[cmd.index("--url") + 1] = args.cached_url
     out = subprocess.run(cmd, check=False, capture_output=True, text=True, cwd=REPO)
     if out.returncode != 0:
         raise SystemExit(f"{side} n={n} failed:\n{out.stderr[-4000:]}")
@@ -196,6 +220,7 @@ def main() -> None:
                         help="one more side: our harness from the checkout PATH")
     # one measurement in this process (what the driver runs)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--same-query", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--side", help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -204,10 +229,11 @@ def main() -> None:
     parser.add_argument("--repo", type=Path, default=REPO, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        return serve()
+        return serve(args.same_query)
     if args.side:
         if args.side not in INSPECT_SIDES:
-            result = run_ours(args.corpus, args.n, args.url, args.work, args.repo)
+            result = run_ours(args.corpus, args.n, args.url, args.work, args.repo,
+                              "on" if args.side == "ours_cached" else "off")
         else:
             result = run_inspect(args.side, args.corpus, args.n, args.url, args.work,
                                  args.query_python)
@@ -221,8 +247,11 @@ def main() -> None:
              for s in sides}
     server = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True, cwd=REPO)
+    cached = subprocess.Popen([sys.executable, __file__, "--serve", "--same-query"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO)
     try:
         url = server.stdout.readline().strip()
+        args.cached_url = cached.stdout.readline().strip()
         marginal: dict[str, list[float]] = {s: [] for s in sides}
         cpu: dict[str, list[float]] = {s: [] for s in sides}
         with tempfile.TemporaryDirectory(prefix="bench-inspect-") as tmp:
@@ -249,8 +278,9 @@ def main() -> None:
                           f"CPU {cpu_ms:.1f} ms/case",
                           flush=True)
     finally:
-        server.stdin.close()
-        server.wait(timeout=30)
+        for proc in (server, cached):
+            proc.stdin.close()
+            proc.wait(timeout=30)
     medians = {s: round(statistics.median(v), 1) for s, v in marginal.items()}
     ratios = {f"{o}/{s}": round(medians[o] / medians[s], 2)
               for o in ("ours", "ours_cases_only") if o in medians
