@@ -283,14 +283,14 @@ def main() -> None:
             proc.wait(timeout=30)
     medians = {s: round(statistics.median(v), 1) for s, v in marginal.items()}
     ratios = {f"{o}/{s}": round(medians[o] / medians[s], 2)
-              for o in ("ours", "ours_cases_only") if o in medians
+              for o in ("ours", "ours_cases_only", "ours_cached") if o in medians
               for s in sides if s in INSPECT_SIDES}
     if "ours" in medians:
         ratios |= {f"ours/{s}": round(medians["ours"] / medians[s], 2) for s in args.checkouts}
     cpu_medians = {s: round(statistics.median(v), 1) for s, v in cpu.items()}
-    if "ours" in cpu_medians:
-        ratios |= {f"cpu ours/{s}": round(cpu_medians["ours"] / cpu_medians[s], 2)
-                   for s in sides if s != "ours"}
+    ratios |= {f"cpu {o}/{s}": round(cpu_medians[o] / cpu_medians[s], 2)
+               for o in ("ours", "ours_cached") if o in cpu_medians
+               for s in sides if s not in ("ours", o)}
     print(json.dumps({"marginal_ms_per_case_median": medians,
                       "marginal_cpu_ms_per_case_median": cpu_medians,
                       "marginal_ms_all": {s: [round(x, 1) for x in v] for s, v in marginal.items()},
