@@ -159,3 +159,49 @@ def test_a_filing_the_index_does_not_hold_is_not_found_without_a_child(tools, pl
     assert [r.error for r in answered] == [r.error for r in by_child]
     assert {r.error.kind for r in answered} == {"not_found"}
     assert tools.call("read_filing", file_stem=stem(3), start=0, max_chars=10).ok
+
+
+def _waiting_for_its_job(pid: int) -> bool:
+    """The spare's main thread is blocked reading its job pipe: hardening and the warm-up are
+    behind it."""
+    try:
+        with open(f"/proc/{pid}/wchan") as f:
+            return "pipe_read" in f.read()  # pipe_read, or anon_pipe_read (Linux 6.16+)
+    except OSError:
+        return False
+
+
+def test_an_idle_spare_warms_up_before_its_job_and_serves_exactly_one_call(fresh_tools):
+    fresh_tools.call("sql", query="SELECT 1")
+    (spare,) = _idle_children(fresh_tools)
+    _wait_hardened(fresh_tools, spare)
+    deadline = time.monotonic() + 30  # a bound only: warming up under load
+    while not _waiting_for_its_job(spare.pid):
+        assert time.monotonic() < deadline, "the spare never waited for its job"
+        time.sleep(0.005)
+    answer = fresh_tools.sandbox.run("sql", {"query": "SELECT count(*) AS n FROM filings"})
+    assert answer.data["ok"], answer.data
+    assert answer.data["output"]["rows"] == [[60]]
+    assert answer.data["worker_id"] == f"w{spare.pid}"
+    assert answer.data["warm_up_ms"] > 0  # the gate's first parse was paid before the call
+    # the same child never serves a second call, and the next one is fresh too
+    following = fresh_tools.sandbox.run("sql", {"query": "SELECT 2 AS n"})
+    assert following.data["ok"] and following.data["worker_id"] != answer.data["worker_id"]
+    assert not spare.is_running() or spare.status() == psutil.STATUS_ZOMBIE
+
+
+def test_an_unarmed_watchdog_counts_its_limits_from_the_job_not_from_the_fork():
+    import duckdb
+
+    from parquet_agent.tools.sandbox import SandboxLimits, Watchdog
+
+    con = duckdb.connect(":memory:", config={"threads": 1})
+    dog = Watchdog(SandboxLimits(wall_seconds=0.3), armed=False)  # as a spare makes it
+    dog.watch(con)
+    time.sleep(0.6)  # a spare may wait longer than a call's limit for its job
+    assert dog.reason is None
+    dog.arm()
+    assert con.execute("SELECT 42").fetchall() == [(42,)]
+    with pytest.raises(duckdb.InterruptException):
+        con.execute("SELECT count(*) FROM range(100000000000)").fetchall()
+    assert dog.reason == "timeout"
