@@ -9,7 +9,7 @@ schema, profile every column, propose each candidate the rule pack derives from 
 Two variants: `blind` learns what is normal from the audited snapshot itself (thresholds from
 its own quantiles, valid values from its frequent ones); `reference` learns it from the
 profiles of an earlier clean snapshot (`reference_profiles`), which is also what lets it test
-distribution drift.
+distribution drift and call a category the clean snapshot never held invalid.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from parquet_agent.audit.state import reported_candidates
 from parquet_agent.models.protocol import ModelRequest, ModelResult, RawSink
 from parquet_agent.models.scripted import offline_complete, to_reply
 
-RARE_SHARE = 0.01  # blind: a categorical value seen in fewer rows than this is suspect
 MAX_CATEGORICAL = 30
 OUTLIER_FACTOR = 3.0  # a file's mean this far above the median file's mean
 SHORT_FILE = 0.6  # a file with fewer rows than this share of the median file
@@ -179,11 +178,13 @@ def _validity(column: str, profile: dict, ref: dict | None) -> list[dict]:
         out.append(_finding("validity", [column], f"{column} holds non-digits",
                             f"{column} is a digit string in every frequent value",
                             f"NOT regexp_full_match({q(column)}, '[0-9]+')"))
-    elif basis["distinct_approx"] <= MAX_CATEGORICAL and basis["distinct_approx"] < basis["rows"] / 10:
-        threshold = 1 if ref is not None else RARE_SHARE * basis["rows"]
-        valid = [t["value"] for t in basis["top_values"] if t["value"] is not None
-                 and t["n"] >= threshold]
-        if valid and (ref is not None or len(valid) < len(known) or profile["distinct_approx"] > len(valid)):
+    # blind, a rare value is no defect by itself (a small country, a new airline): discovery
+    # reports the rare values that respell a frequent one (audit.discover.variants); with a
+    # clean snapshot's values, a value it never held is
+    elif ref is not None and basis["distinct_approx"] <= MAX_CATEGORICAL \
+            and basis["distinct_approx"] < basis["rows"] / 10:
+        valid = [t["value"] for t in basis["top_values"] if t["value"] is not None]
+        if valid:
             out.append(_finding("validity", [column], f"{column} has an unknown value",
                                 f"the known values of {column} are {', '.join(valid)}",
                                 f"{q(column)} NOT IN ({', '.join(lit(v) for v in valid)})"))

@@ -1,6 +1,7 @@
 """Deterministic discovery: the dependencies a dataset's tables almost obey, and the rows that
 break them (the data-profiling literature's unique column combinations, inclusion, functional
-and order dependencies, plus time grids, isolated outliers and cross-column arithmetic).
+and order dependencies, plus time grids, isolated outliers, cross-column arithmetic and
+respelled categories).
 
     found = discover(tools, tables)      # tools: AuditTools (sandboxed); tables: scope.tables_of
     found.candidates                     # Candidate: write_finding arguments + rule + report/note
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from parquet_agent.audit.discover import (crosscolumn, fds, keys, order, outliers, references,
-                                          timeseries)
+                                          timeseries, variants)
 from parquet_agent.audit.discover.base import Candidate, Probe, ProbeError, QueryTool, Table
 from parquet_agent.audit.discover.profile import ColumnProfile, profile
 
@@ -60,14 +61,16 @@ def discover(tools: QueryTool, tables: list[Table]) -> Discovery:
         _guard(found, f"dependencies of {table.view}", lambda t=table: _fds(probe, t, found))
         _guard(found, f"orders of {table.view}", lambda t=table: _orders(probe, t, found))
         _guard(found, f"outliers of {table.view}", lambda t=table: found.candidates.extend(
-            outliers.find(probe, t, found.profiles[t.view])))
+            outliers.find(probe, t, found.profiles[t.view], skip=_identifiers(t, found))))
         _guard(found, f"arithmetic of {table.view}", lambda t=table: found.candidates.extend(
             crosscolumn.arithmetic(probe, t, found.profiles[t.view])))
         _guard(found, f"swaps of {table.view}", lambda t=table: found.candidates.extend(
             crosscolumn.swaps(probe, t, found.profiles[t.view])))
+        _guard(found, f"spellings of {table.view}", lambda t=table: found.candidates.extend(
+            variants.find(probe, t, found.profiles[t.view])))
         _guard(found, f"time series of {table.view}", lambda t=table: found.candidates.extend(
             timeseries.find(probe, t, found.profiles[t.view])))
-        _guard(found, f"explained outliers of {table.view}", lambda t=table: _explained(probe, t, found))
+        _guard(found, f"explained candidates of {table.view}", lambda t=table: _explained(probe, t, found))
     found.queries = probe.queries
     found.seconds = time.perf_counter() - started
     return found
@@ -105,23 +108,39 @@ def _fds(probe: Probe, table: Table, found: Discovery) -> None:
             found.candidates.append(broken)
 
 
+def _identifiers(table: Table, found: Discovery) -> set[str]:
+    """Numeric columns that name things rather than measure them: key-named, or either end of
+    a reference. An id far from the others (a range of ids added later) is not an outlier."""
+    ends = {r.key for r in found.references if r.target == table.view}
+    ends |= {r.column for r in found.references if r.source == table.view}
+    return ends | {c for c in found.profiles[table.view] if keys.key_named(c)}
+
+
 def _explained(probe: Probe, table: Table, found: Discovery) -> None:
-    """Outliers whose rows all break a cross-column rule on the same column (a next-day delay,
-    a swapped latitude) are that rule's defect, said once: they become notes."""
+    """Outliers and respellings whose rows all break a cross-column rule on the same column (a
+    next-day delay, a swapped latitude, a code with two names) are that rule's defect, said
+    once; outliers whose rows are all the rows
+    of their category (the airports of one island, far east of the others) are a population of
+    their own. Both become notes."""
     mine = [c for c in found.candidates if c.arguments.get("view") == table.view and c.report]
     rules = [c for c in mine if c.arguments["category"] == "consistency" and "predicate" in c.arguments]
     for i, c in enumerate(found.candidates):
-        if not (c.report and c.rule.startswith("outliers.") and c in mine):
+        if not (c.report and c.rule.startswith(("outliers.", "variants.")) and c in mine):
             continue
+        reason = None
         for rule in rules:
             if not set(c.arguments["columns"]) & set(rule.arguments["columns"]):
                 continue
             row = probe.one(f"SELECT count(*) AS n FROM {table.view} WHERE ({c.arguments['predicate']}) "
                             f"AND NOT coalesce(({rule.arguments['predicate']}), FALSE)")
             if int(row["n"]) == 0:
-                found.candidates[i] = replace(c, report=False, support={
-                    **c.support, "explained_by": rule.title})
+                reason = rule.title
                 break
+        if reason is None and c.rule == "outliers.isolated":
+            group = outliers.grouped(probe, table, c, found.profiles[table.view])
+            reason = f"its rows are alone in their {group}" if group else None
+        if reason is not None:
+            found.candidates[i] = replace(c, report=False, support={**c.support, "explained_by": reason})
 
 
 def _orders(probe: Probe, table: Table, found: Discovery) -> None:

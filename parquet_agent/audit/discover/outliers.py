@@ -9,6 +9,9 @@ prices -- does not look isolated). Under an exponential tail the normalised spac
 above gap `r` (r <= 20) are isolated when that gap's normalised spacing exceeds `THRESHOLD` times
 the mean of the spacings below it, and the excess jumps at least `MIN_RATIO`-fold across the gap.
 A value whose negation sits inside the column's central range is said to look sign-flipped.
+Columns that name things (ids, either end of a reference) are not tested (`skip`), and values
+whose rows are every row of their category (`grouped`: the airports of one far island) are a
+population of their own, which `discover` notes instead of reporting.
 The zeros of a column with no negative value are not its lower tail: zero is what a count or an
 amount of nothing is (an empty text has 0 characters), a state of its own, not a scale error.
 
@@ -64,9 +67,10 @@ def domain(column: str) -> tuple[float, float] | None:
     return None
 
 
-def find(probe: Probe, table: Table, profiles: dict[str, ColumnProfile]) -> list[Candidate]:
+def find(probe: Probe, table: Table, profiles: dict[str, ColumnProfile],
+         skip: set[str] | frozenset[str] = frozenset()) -> list[Candidate]:
     cols = [c for c, p in profiles.items() if p.kind in NUMERIC and p.finite >= MIN_VALUES
-            and len(p.quantiles) and p.distinct >= 10]
+            and len(p.quantiles) and p.distinct >= 10 and c not in skip]
     out: list[Candidate] = []
     for start in range(0, len(cols), _CHUNK):
         part = cols[start:start + _CHUNK]
@@ -78,6 +82,24 @@ def find(probe: Probe, table: Table, profiles: dict[str, ColumnProfile]) -> list
         for i, c in enumerate(part):
             out += _column(table, c, profiles[c], row[f"hi{i}"] or [], row[f"lo{i}"] or [])
     return out
+
+
+def grouped(probe: Probe, table: Table, found: Candidate,
+            profiles: dict[str, ColumnProfile]) -> str | None:
+    """The category column (text, 2..30 values, ten rows or more a value) in which the rows of
+    `found` are every row of their values, if any."""
+    where = found.arguments["predicate"]
+    for column, p in profiles.items():
+        if not (p.kind == "text" and 1 < p.distinct <= 30 and p.distinct * 10 <= p.non_null):
+            continue
+        c = q(column)
+        row = probe.one(f"SELECT count(*) FILTER (WHERE {c} IS NULL) AS unnamed, "
+                        f"(SELECT count(*) FROM {table.view} WHERE {c} IN (SELECT {c} FROM "
+                        f"{table.view} WHERE {where}) AND NOT coalesce(({where}), FALSE)) AS others "
+                        f"FROM {table.view} WHERE {where}")
+        if int(row["unnamed"]) == 0 and int(row["others"]) == 0:
+            return column
+    return None
 
 
 def _no_zero(p: ColumnProfile, x: str) -> str:
