@@ -13,7 +13,8 @@ left out with the reason (nothing is skipped silently).
 - The `questions.jsonl` beside a filings corpus is that corpus' questions file (DESIGN: `corpus
   build` writes it), not a table: it is left out, with that reason.
 - CSV and JSON lines are converted once to Parquet (DuckDB's `read_csv` / `read_json` with
-  auto-detection, one thread so rows keep their order: `_row` is the record's 0-based number)
+  auto-detection, one thread so rows keep their order: `_row` is the record's 0-based number;
+  a CSV whose late rows break the sniffed types is read whole, then as text typed per column)
   into `convert_dir`, named by the source's content hash, so a resume or a second audit of the
   same bytes reuses the conversion. The snapshot entry of such a file is the source itself (its
   name, size, content hash) with the rows and schema of its conversion, and `Source.converted`
@@ -174,27 +175,77 @@ def _source(root: Path, name: str, folder: str, partition: tuple, work: Path) ->
     return Source(name, kind, parquet, folder, partition, entry, converted)
 
 
+def _readers(path: Path, kind: str) -> list[str]:
+    """The readers tried on `path`, in order: each later one copes with what broke the one before."""
+    if kind == "jsonl":
+        return ["read_json(format = 'newline_delimited')"]
+    tab = ", delim = chr(9)" if ".tsv" in path.name.lower() else ""
+    return [f"read_csv(auto_detect = true{tab})",
+            # types sniffed from the first rows, broken by a late row ("100+" at line 53,384)
+            f"read_csv(auto_detect = true, sample_size = -1{tab})",
+            # a value no type of its column fits ("nil" among numbers), mixed line endings:
+            # read as text, then each column typed where every value converts
+            f"read_csv(auto_detect = true, all_varchar = true, strict_mode = false{tab})"]
+
+
 def _convert(path: Path, kind: str, out: Path) -> str:
-    """Write `path` as Parquet at `out` (kept when it is already there: named by content)."""
-    reader = (f"read_csv(auto_detect = true{', delim = chr(9)' if '.tsv' in path.name.lower() else ''})"
-              if kind == "csv" else "read_json(format = 'newline_delimited')")
+    """Write `path` as Parquet at `out` (kept when it is already there: named by content);
+    returns the reader that read it (recorded beside it, for a reuse)."""
+    used = out.with_name(out.name + ".reader")
+    readers = _readers(path, kind)
     if out.exists():
-        return reader
+        return used.read_text() if used.exists() else readers[0]
     out.parent.mkdir(parents=True, exist_ok=True)
-    call = reader.replace("(", "(" + _quote(str(path)) + ", ", 1)
-    con = duckdb.connect(":memory:", config={"threads": 1, "preserve_insertion_order": True})
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    con = duckdb.connect(":memory:", config={"threads": 1, "preserve_insertion_order": True})
     try:
-        con.execute(f"COPY (SELECT * FROM {call}) TO {_quote(str(tmp))} (FORMAT parquet)")
-        os.replace(tmp, out)
-    except duckdb.Error as exc:
+        for reader in readers:
+            call = reader.replace("(", "(" + _quote(str(path)) + ", ", 1)
+            select = _typed(con, call) if "all_varchar" in reader else f"SELECT * FROM {call}"
+            try:
+                con.execute(f"COPY ({select}) TO {_quote(str(tmp))} (FORMAT parquet)")
+            except duckdb.Error as exc:
+                error = exc
+                continue
+            os.replace(tmp, out)
+            used.write_text(reader)
+            return reader
         raise UsageError(f"{path.name}: could not be read as {kind.upper()} "
-                         f"({str(exc).strip().splitlines()[0]}); fix the file or convert it to "
-                         "Parquet yourself") from exc
+                         f"({str(error).strip().splitlines()[0]}); fix the file or convert it to "
+                         "Parquet yourself") from error
     finally:
         con.close()
         tmp.unlink(missing_ok=True)
-    return reader
+
+
+# each type with the test every value of a column must pass (TRY_CAST alone rounds '20.5' to a
+# BIGINT and cuts '2010-03-24 09:00' to a DATE)
+_TYPES = (("BIGINT", "regexp_full_match(trim({c}), '[+-]?[0-9]+') AND TRY_CAST({c} AS BIGINT) IS NOT NULL"),
+          ("DOUBLE", "TRY_CAST({c} AS DOUBLE) IS NOT NULL"),
+          ("DATE", "regexp_full_match(trim({c}), '[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}') "
+                   "AND TRY_CAST({c} AS DATE) IS NOT NULL"),
+          ("TIMESTAMP", "TRY_CAST({c} AS TIMESTAMP) IS NOT NULL"))
+
+
+def _typed(con: duckdb.DuckDBPyConnection, call: str) -> str:
+    """A SELECT over an all-text read giving each column the first of `_TYPES` that every one of
+    its values fits (text otherwise)."""
+    try:
+        names = [d[0] for d in con.execute(f"SELECT * FROM {call} LIMIT 0").description]
+    except duckdb.Error:
+        return f"SELECT * FROM {call}"  # the COPY says what is wrong
+    out = []
+    for name in names:
+        c = _identifier(name)
+        checks = ", ".join(f"count(*) FILTER (WHERE {test.format(c=c)}) = count({c})" for _, test in _TYPES)
+        fits = con.execute(f"SELECT count({c}) > 0, {checks} FROM {call}").fetchone() or ()
+        kind = next((t for (t, _), ok in zip(_TYPES, fits[1:]) if fits[0] and ok), None)
+        out.append(f"CAST(trim({c}) AS {kind}) AS {c}" if kind else c)
+    return f"SELECT {', '.join(out)} FROM {call}"
+
+
+def _identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _quote(text: str) -> str:

@@ -128,3 +128,41 @@ def test_the_filings_corpus_stays_one_table_beside_its_questions_file(tmp_path):
     assert dataset.is_filings and dataset.table_names == ("filings",)
     assert [i["file"] for i in dataset.ignored] == ["questions.jsonl"]
     assert "questions file" in dataset.ignored[0]["reason"]
+
+
+def test_a_csv_whose_late_rows_break_the_sampled_types_is_read_whole(tmp_path):
+    """'100+' at line 24,001, past the rows DuckDB samples to sniff types, makes the column
+    text (the first reader fails on it); the reader that read the file is recorded."""
+    root = tmp_path / "pop"
+    root.mkdir()
+    lines = ["year,age,value"] + [f"{1950 + i % 70},{'100+' if i == 24_000 else i % 100},{i * 0.5}"
+                                  for i in range(25_000)]
+    (root / "population.csv").write_text("\n".join(lines) + "\n")
+    dataset = Dataset.open(root, convert_dir=tmp_path / "conv")
+    (source,) = dataset.sources
+    assert "sample_size = -1" in source.converted["reader"]
+    with AuditTools.open(dataset) as tools:
+        rows = tools.run_query("SELECT count(*), count(*) FILTER (WHERE age = '100+'), "
+                               "typeof(any_value(year)) FROM data").output["rows"]
+    assert rows == [[25_000, 1, "BIGINT"]]
+    again = Dataset.open(root, convert_dir=tmp_path / "conv")  # the conversion reused, reader too
+    assert again.sources[0].converted["reader"] == source.converted["reader"]
+
+
+def test_a_csv_with_mixed_line_endings_and_a_word_among_numbers_is_read_and_typed(tmp_path):
+    """A sensor export: CRLF lines, then LF lines with 'nil' for one reading. DuckDB's sniffer
+    refuses it; read as text, each column gets the type all its values fit."""
+    root = tmp_path / "cgm"
+    root.mkdir()
+    first = [f"{20 + i / 10:.2f},2010-03-24 {i // 12:02d}:{i % 12 * 5:02d}:00,{200 + i}" for i in range(100)]
+    later = [f"{20 + i / 10:.2f},2010-03-25 {i // 12:02d}:{i % 12 * 5:02d}:00,{'nil' if i == 40 else 150 + i}"
+             for i in range(100)]
+    (root / "cgm.csv").write_bytes(("isig,datetime,glucose\r\n" + "\r\n".join(first) + "\r\n"
+                                    + "\n".join(later) + "\n").encode())
+    dataset = Dataset.open(root, convert_dir=tmp_path / "conv")
+    assert "all_varchar" in dataset.sources[0].converted["reader"]
+    with AuditTools.open(dataset) as tools:
+        rows = tools.run_query("SELECT count(*), typeof(any_value(isig)), typeof(any_value(datetime)), "
+                               "typeof(any_value(glucose)), count(*) FILTER (WHERE glucose = 'nil') "
+                               "FROM data").output["rows"]
+    assert rows == [[200, "DOUBLE", "TIMESTAMP", "VARCHAR", 1]]
