@@ -30,9 +30,9 @@ def test_an_oversize_query_or_predicate_is_refused_before_it_is_parsed(filings_d
     report = Auditor(AuditConfig(run_policy="accept"), model=ScriptedModel(script)).run(
         filings_dir, run_dir=tmp_path / "r")
     query, finding, _ = report.steps
-    assert query["gate"] == "FAIL" and f"{MAX_QUERY_CHARS:,}" in query["critique"]
-    assert finding["gate"] == "FAIL" and "predicate:" in finding["critique"]
-    assert f"{MAX_QUERY_CHARS:,}" in finding["critique"] and report.findings == ()
+    assert query.gate == "FAIL" and f"{MAX_QUERY_CHARS:,}" in query.critique
+    assert finding.gate == "FAIL" and "predicate:" in finding.critique
+    assert f"{MAX_QUERY_CHARS:,}" in finding.critique and report.findings == ()
 
 
 def test_the_fingerprint_does_not_parse_past_the_limit():
