@@ -1,7 +1,7 @@
 """Deterministic discovery: the dependencies a dataset's tables almost obey, and the rows that
 break them (the data-profiling literature's unique column combinations, inclusion, functional
-and order dependencies, plus time grids, isolated outliers, cross-column arithmetic and
-respelled categories).
+and order dependencies, plus time grids, isolated outliers, cross-column arithmetic,
+respelled categories and words standing in for numbers).
 
     found = discover(tools, tables)      # tools: AuditTools (sandboxed); tables: scope.tables_of
     found.candidates                     # Candidate: write_finding arguments + rule + report/note
@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from parquet_agent.audit.discover import (crosscolumn, fds, keys, order, outliers, references,
-                                          timeseries, variants)
+from parquet_agent.audit.discover import (crosscolumn, fds, keys, order, outliers, placeholders,
+                                          references, timeseries, variants)
 from parquet_agent.audit.discover.base import Candidate, Probe, ProbeError, QueryTool, Table
 from parquet_agent.audit.discover.profile import ColumnProfile, profile
 
@@ -68,6 +68,8 @@ def discover(tools: QueryTool, tables: list[Table]) -> Discovery:
             crosscolumn.swaps(probe, t, found.profiles[t.view])))
         _guard(found, f"spellings of {table.view}", lambda t=table: found.candidates.extend(
             variants.find(probe, t, found.profiles[t.view])))
+        _guard(found, f"placeholders of {table.view}", lambda t=table: found.candidates.extend(
+            placeholders.find(probe, t, found.profiles[t.view])))
         _guard(found, f"time series of {table.view}", lambda t=table: found.candidates.extend(
             timeseries.find(probe, t, found.profiles[t.view])))
         _guard(found, f"explained candidates of {table.view}", lambda t=table: _explained(probe, t, found))

@@ -128,3 +128,17 @@ def test_a_rare_category_is_reported_only_when_it_respells_a_frequent_one(tmp_pa
     counts = [con.execute(f"SELECT count(*) FROM data WHERE {c.arguments['predicate']}").fetchone()[0]
               for c in hits]
     assert counts == [8, 1]
+
+
+def test_a_word_standing_in_for_numbers_is_reported_but_codes_of_another_shape_are_not(tmp_path):
+    """'nil' in 2 % of a sensor's readings is a missing value in disguise; 'T3' among ranks
+    and postal codes with letters are codes, not stand-ins."""
+    from tests.audit.discover.conftest import write_tables
+
+    rows = [{"isig": "nil" if i % 50 == 0 else f"{15 + i % 40 / 7:.2f}",
+             "rank": f"T{i % 9}" if i % 30 == 0 else str(i % 9 + 1),
+             "postal": f"K{i % 9}A 0B{i % 7}" if i % 25 == 0 else f"{10000 + i * 7}"} for i in range(500)]
+    found = run_discovery(write_tables(tmp_path / "cgm", {"cgm": rows}))
+    hits = reported(found, "placeholders.words")
+    assert [(c.title, c.support["words"]) for c in hits] == [
+        ("isig holds words among numbers in data", ["nil"])]
