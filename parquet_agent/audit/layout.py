@@ -2,10 +2,13 @@
 
 `group_files(sources)` puts the data files into tables: files of one folder (Hive `key=value`
 folders are part of the folder above them) whose column names mostly agree are partitions of one
-table; a file joins the first table of its folder that shares at least half of the union of
-their column names (so a partition that changed a column's type, or gained or lost a column, stays
-in its table: that is schema drift to report, not another table); other files start a table of
-their own; every folder is its own table(s).
+table; a file joins the first table of its folder whose first file has the same column names,
+or shares at least half of the union of their column names *and* has a name of the same stem
+(its letters: `flights-0`/`flights-1`, `2024-01`/`2024-02`), so a partition that changed a
+column's type, or gained or lost a column, stays in its table (schema drift to report, not
+another table) while related tables that share their key columns (`allstar` and `salaries`,
+`batting` and `battingpost`) stay apart; other files start a table of their own; every folder is
+its own table(s).
 
 `table_names(groups, ...)` names them:
 
@@ -44,12 +47,18 @@ def group_files(sources: Sources) -> list[list[Source]]:
         groups = by_folder.setdefault(source.folder, [])
         for columns, files in groups:
             union = columns | names
-            if union and len(columns & names) >= AGREE * len(union):
+            if columns == names or (len(columns & names) >= AGREE * len(union)
+                                    and _name_stem(files[0].name) == _name_stem(source.name)):
                 files.append(source)
                 break
         else:
             groups.append((names, [source]))
     return [files for folder in sorted(by_folder) for _, files in by_folder[folder]]
+
+
+def _name_stem(name: str) -> str:
+    """The letters of a file's name without its folder and suffixes: what its partitions share."""
+    return re.sub(r"[^a-z]+", "", _stem(PurePosixPath(name).name).lower())
 
 
 def table_names(groups: list[list[Source]], sources: Sources, filings: list[bool],

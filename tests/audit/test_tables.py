@@ -166,3 +166,18 @@ def test_a_csv_with_mixed_line_endings_and_a_word_among_numbers_is_read_and_type
                                "typeof(any_value(glucose)), count(*) FILTER (WHERE glucose = 'nil') "
                                "FROM data").output["rows"]
     assert rows == [[200, "DOUBLE", "TIMESTAMP", "VARCHAR", 1]]
+
+
+def test_tables_sharing_key_columns_stay_apart_and_a_partition_that_gained_a_column_stays_in(tmp_path):
+    """allstar and salaries share three of five column names (their keys): two tables; orders-1
+    gained a column over orders-0: one table with schema drift."""
+    root = tmp_path / "league"
+    root.mkdir()
+    pq.write_table(pa.table({"playerID": ["a"], "yearID": [1990], "teamID": ["BOS"], "GP": [1]}),
+                   root / "allstar.parquet")
+    pq.write_table(pa.table({"yearID": [1990], "teamID": ["BOS"], "playerID": ["a"], "salary": [9]}),
+                   root / "salaries.parquet")
+    pq.write_table(pa.table({"id": [1], "total": [2.0]}), root / "orders-0.parquet")
+    pq.write_table(pa.table({"id": [2], "total": [3.0], "coupon": ["x"]}), root / "orders-1.parquet")
+    dataset = Dataset.open(root)
+    assert sorted(dataset.table_names) == ["allstar", "orders", "salaries"]
