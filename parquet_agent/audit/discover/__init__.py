@@ -14,6 +14,7 @@ itself before anything is committed. A rule whose query fails becomes a note, ne
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -32,6 +33,7 @@ class Discovery:
     profiles: dict[str, dict[str, ColumnProfile]] = field(default_factory=dict)
     candidates: list[Candidate] = field(default_factory=list)
     references: list[references.Reference] = field(default_factory=list)
+    composite_references: list[references.CompositeReference] = field(default_factory=list)
     keys: dict[str, list[str]] = field(default_factory=dict)  # view -> its unique columns
     notes: list[str] = field(default_factory=list)
     queries: int = 0
@@ -42,6 +44,7 @@ class Discovery:
             "tables": [{"view": t.view, "rows": t.rows, "columns": len(t.columns)} for t in self.tables],
             "candidates": [c.to_json() for c in self.candidates],
             "references": [r.to_json() for r in self.references],
+            "composite_references": [r.to_json() for r in self.composite_references],
             "keys": self.keys, "notes": list(self.notes),
             "queries": self.queries, "seconds": round(self.seconds, 3),
         }
@@ -73,6 +76,7 @@ def discover(tools: QueryTool, tables: list[Table]) -> Discovery:
         _guard(found, f"time series of {table.view}", lambda t=table: found.candidates.extend(
             timeseries.find(probe, t, found.profiles[t.view])))
         _guard(found, f"explained candidates of {table.view}", lambda t=table: _explained(probe, t, found))
+    _guard(found, "references over column combinations", lambda: _composites(probe, profiled, found))
     found.queries = probe.queries
     found.seconds = time.perf_counter() - started
     return found
@@ -101,6 +105,36 @@ def _references(probe: Probe, tables: list[Table], found: Discovery) -> None:
             orphan = references.orphans(ref, by_view[ref.source], by_view[ref.target])
             if orphan is not None:
                 found.candidates.append(orphan if rank == 0 else replace(orphan, report=False))
+
+
+def _composites(probe: Probe, tables: list[Table], found: Discovery) -> None:
+    """References over two or three same-named columns to a combination that identifies the
+    target's rows, but no single column does (a team in a year: `(teamID, yearID)`)."""
+    single = {(r.source, r.column, r.target) for r in found.references}
+    for target in tables:
+        unique = set(found.keys.get(target.view, []))
+        is_key: dict[tuple[str, ...], bool] = {}  # combinations of the target, checked
+        for source in tables:
+            if source is target:
+                continue
+            pairs = [(a, b) for a, b in references.shared(source, target, found.profiles)
+                     if b not in unique and (source.view, a, target.view) not in single]
+            for width in range(2, references.MAX_WIDTH + 1):
+                for combo in itertools.combinations(pairs, width):
+                    keys = tuple(b for _, b in combo)
+                    if any(ok and set(k) < set(keys) for k, ok in is_key.items()):
+                        continue  # a key's superset
+                    if keys not in is_key:
+                        is_key[keys] = references.composite_key(probe, target, keys)
+                    if not is_key[keys]:
+                        continue
+                    ref = references.measure_composite(probe, source, tuple(a for a, _ in combo),
+                                                       target, keys)
+                    if ref.found >= 3 and ref.containment >= references.COMPOSITE_CONTAINMENT:
+                        found.composite_references.append(ref)
+                        orphan = references.composite_orphans(ref, source)
+                        if orphan is not None:
+                            found.candidates.append(orphan)
 
 
 def _fds(probe: Probe, table: Table, found: Discovery) -> None:
@@ -160,8 +194,17 @@ def _keys(probe: Probe, table: Table, found: Discovery) -> None:
                or c in table.documented_keys]
     counts = keys.count_keys(probe, table, columns)
     found.keys[table.view] = [c for c, k in counts.items() if k.unique]
+    repeated = keys.repeated_rows(probe, table, profiles)
+    if repeated is not None:
+        found.candidates.append(repeated)
     for column, count in counts.items():
         dup = keys.duplicates(table, count, profiles[column], column in referenced,
                               column in table.documented_keys)
+        if dup is not None and dup.report and repeated is not None and repeated.report:
+            # a key repeated only by rows loaded twice is that defect, said once
+            row = probe.one(f"SELECT count(*) AS n FROM {table.view} WHERE ({dup.arguments['predicate']}) "
+                            f"AND NOT ({repeated.arguments['predicate']})")
+            if int(row["n"]) == 0:
+                dup = replace(dup, report=False, support={**dup.support, "explained_by": repeated.title})
         if dup is not None:
             found.candidates.append(dup)

@@ -8,6 +8,12 @@ the 128 MiB worker holds the hash table). A near-key (at most 1 % of its values,
 *reported* only with evidence that it is meant to be a key: its name says so (`id`, `code`,
 `key`, `no`, ...), another table refers to it, or it is a fixed-width code; otherwise the
 duplicates are only noted.
+
+Rows repeated in full (every column equal, nulls included: a row loaded twice) are counted the
+same way, over a hash of the whole row. They are reported when the table has an identifier to
+repeat (a key-named column, or a text code most of whose values are distinct): a table of a few
+measured quantities (iris' five columns of one-decimal lengths) repeats rows by coincidence, so
+there they are only noted.
 """
 
 from __future__ import annotations
@@ -92,3 +98,32 @@ def duplicates(table: Table, count: KeyCount, profile: ColumnProfile,
                      report=evidence is not None,
                      support={"non_null": count.non_null, "distinct": count.distinct,
                               "duplicated_rows": count.duplicated_rows})
+
+
+def repeated_rows(probe: Probe, table: Table, profiles: dict[str, ColumnProfile]) -> Candidate | None:
+    """The finding for rows that repeat another row in every column, or None."""
+    columns = [c for c, _ in table.columns]
+    if len(columns) < 2 or table.rows < MIN_VALUES:
+        return None
+    row_hash = f"hash({', '.join(q(c) for c in columns)})"
+    parts = max(1, math.ceil(table.rows / PARTITION_ROWS))
+    repeated = extra = 0
+    for i in range(parts):
+        where = f" WHERE {row_hash} % {parts} = {i}" if parts > 1 else ""
+        row = probe.one(f"SELECT coalesce(sum(n) FILTER (WHERE n > 1), 0) AS dup, "
+                        f"coalesce(sum(n - 1), 0) AS extra FROM "
+                        f"(SELECT count(*) AS n FROM {table.view}{where} GROUP BY {row_hash})")
+        repeated, extra = repeated + int(row["dup"]), extra + int(row["extra"])
+    if extra == 0:
+        return None
+    named = [c for c in columns if key_named(c) or (
+        profiles[c].kind == "text" and not profiles[c].free_text and profiles[c].distinct_share >= 0.3)]
+    evidence = (f"the repeated rows carry their identifiers too ({', '.join(named[:3])})" if named
+                else "the table has no identifier: a few measured values repeat by coincidence")
+    return candidate(
+        "keys.repeated_rows", "uniqueness", table, columns,
+        f"rows repeated in full in {table.view}",
+        f"{repeated} rows are equal to another row in all {len(columns)} columns ({extra} extra "
+        f"copies); {evidence}",
+        f"{row_hash} IN (SELECT {row_hash} FROM {table.view} GROUP BY 1 HAVING count(*) > 1)",
+        report=bool(named), support={"rows": repeated, "extra": extra})

@@ -142,3 +142,84 @@ def orphans(ref: Reference, source: Table, target: Table) -> Candidate | None:
         f"{ref.found} of the {ref.distinct} distinct values of {ref.source}.{ref.column} are "
         f"{ref.target}.{ref.key} values (a key of {ref.target}); {missing} are not, e.g. {shown}",
         _orphan(ref.column, target, ref.key), support=ref.to_json())
+
+
+# -- references over a column combination (`AllstarFull (teamID, yearID) -> Teams`) -------------
+
+COMPOSITE_CONTAINMENT = 0.9  # sibling tables over other years share pairs too: a high bar
+MAX_SHARED = 6  # same-named columns of two tables considered for a combination
+MAX_WIDTH = 3
+NEAR_KEY_ROWS = 0.01  # the share of the target's rows that may repeat its combination
+_KINDS = ("integer", "text", "date", "timestamp")
+
+
+@dataclass(frozen=True)
+class CompositeReference:
+    source: str
+    columns: tuple[str, ...]
+    target: str
+    keys: tuple[str, ...]
+    distinct: int  # distinct complete combinations in the source
+    found: int
+
+    @property
+    def containment(self) -> float:
+        return self.found / self.distinct if self.distinct else 0.0
+
+    def to_json(self) -> dict:
+        return {"from": f"{self.source}.({', '.join(self.columns)})",
+                "to": f"{self.target}.({', '.join(self.keys)})",
+                "containment": round(self.containment, 4), "distinct": self.distinct}
+
+
+def shared(source: Table, target: Table, profiles: dict[str, dict[str, ColumnProfile]]) -> list[tuple[str, str]]:
+    """(source column, target column) pairs with one name and one kind of code."""
+    out = []
+    for b, pb in profiles[target.view].items():
+        for a, pa in profiles[source.view].items():
+            if (_norm(a) == _norm(b) and len(_norm(a)) >= 2 and pa.kind == pb.kind
+                    and pa.kind in _KINDS and not pa.free_text and not pb.free_text
+                    and pa.distinct >= 2 and pb.distinct >= 2):
+                out.append((a, b))
+    return out[:MAX_SHARED]
+
+
+def _row(columns: tuple[str, ...]) -> str:
+    return f"row({', '.join(q(c) for c in columns)})"
+
+
+def _complete(columns: tuple[str, ...]) -> str:
+    return " AND ".join(f"{q(c)} IS NOT NULL" for c in columns)
+
+
+def composite_key(probe: Probe, target: Table, keys: tuple[str, ...]) -> bool:
+    """Whether `keys` (almost) identify the rows of `target`."""
+    row = probe.one(f"SELECT count(*) AS n, count(DISTINCT {_row(keys)}) AS d FROM {target.view} "
+                    f"WHERE {_complete(keys)}")
+    n, d = int(row["n"]), int(row["d"])
+    return n >= 0.9 * target.rows and n - d <= max(1.0, NEAR_KEY_ROWS * n)
+
+
+def measure_composite(probe: Probe, source: Table, columns: tuple[str, ...], target: Table,
+                      keys: tuple[str, ...]) -> CompositeReference:
+    row = probe.one(
+        f"SELECT count(*) AS d, count(t.k) AS hit FROM "
+        f"(SELECT DISTINCT {_row(columns)} AS k FROM {source.view} WHERE {_complete(columns)}) s "
+        f"LEFT JOIN (SELECT DISTINCT {_row(keys)} AS k FROM {target.view} WHERE {_complete(keys)}) t "
+        f"ON s.k = t.k")
+    return CompositeReference(source.view, columns, target.view, keys, int(row["d"]), int(row["hit"]))
+
+
+def composite_orphans(ref: CompositeReference, source: Table) -> Candidate | None:
+    if ref.found == ref.distinct or ref.found < 3 or ref.containment < COMPOSITE_CONTAINMENT:
+        return None
+    missing = ref.distinct - ref.found
+    names, keys = ", ".join(ref.columns), ", ".join(ref.keys)
+    return candidate(
+        "references.composite_orphans", "referential", source, list(ref.columns),
+        f"({names}) in {ref.source} refers to {ref.target}.({keys}) but {missing} combination(s) are absent",
+        f"{ref.found} of the {ref.distinct} distinct ({names}) of {ref.source} are ({keys}) of "
+        f"{ref.target}, which identify its rows; {missing} are not",
+        f"{_complete(ref.columns)} AND {_row(ref.columns)} NOT IN "
+        f"(SELECT {_row(ref.keys)} FROM {ref.target} WHERE {_complete(ref.keys)})",
+        support=ref.to_json())

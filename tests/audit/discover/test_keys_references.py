@@ -60,3 +60,28 @@ def test_a_documented_key_is_checked_however_many_of_its_values_repeat(tmp_path)
     (dup,) = reported(run_discovery(damaged), "keys.duplicates")
     assert dup.arguments["columns"] == ["file_stem"]
     assert "documents it as unique" in dup.arguments["rationale"]
+
+
+def test_a_reference_over_a_column_pair_finds_the_pairs_its_target_lacks(tmp_path):
+    """All-star rows name a team in a year; teams are identified by (teamID, yearID), neither
+    alone. 'MLN' (never a teamID) and 'MIL' in years before it became one are orphans; the
+    salaries of the same teams and years are not."""
+    from tests.audit.discover.conftest import reported, run_discovery, write_tables
+
+    teams = [{"yearID": y, "teamID": t, "lgID": "AL" if t < "M" else "NL", "W": (y * 7 + len(t)) % 100}
+             for y in range(1950, 2000) for t in ["BOS", "CHA", "DET", "ML4", "NYA"]
+             + (["MIL"] if y >= 1998 else [])]
+    allstar = [{"playerID": f"p{i:04d}", "yearID": 1950 + i % 50, "teamID": ["BOS", "CHA", "DET", "NYA"][i // 50 % 4],
+                "GP": 1} for i in range(600)]
+    allstar += [{"playerID": f"m{i:03d}", "yearID": 1953 + i % 10, "teamID": "MLN", "GP": 1} for i in range(20)]
+    allstar += [{"playerID": f"w{i:03d}", "yearID": 1970 + i % 5, "teamID": "MIL", "GP": 1} for i in range(10)]
+    salaries = [{"yearID": 1985 + i % 15, "teamID": ["BOS", "ML4", "NYA"][i % 3], "playerID": f"s{i:04d}",
+                 "salary": 100_000 + i} for i in range(300)]
+    found = run_discovery(write_tables(tmp_path / "baseball", {"teams": teams, "allstar": allstar,
+                                                              "salaries": salaries}))
+    hits = reported(found, "references.composite_orphans")
+    assert [(c.arguments["view"], c.arguments["columns"]) for c in hits] == [
+        ("allstar", ["teamID", "yearID"])], [c.title for c in reported(found)]
+    assert "15 combination(s) are absent" in hits[0].title  # MLN in 10 years, MIL in 5
+    pairs = {(r.source, r.target, r.keys) for r in found.composite_references}
+    assert ("salaries", "teams", ("yearID", "teamID")) in pairs

@@ -142,3 +142,34 @@ def test_a_word_standing_in_for_numbers_is_reported_but_codes_of_another_shape_a
     hits = reported(found, "placeholders.words")
     assert [(c.title, c.support["words"]) for c in hits] == [
         ("isig holds words among numbers in data", ["nil"])]
+
+
+def test_rows_loaded_twice_are_reported_where_they_carry_identifiers(tmp_path):
+    """Four all-star rows loaded twice (player and game ids repeated with them) are a finding the
+    gate commits with their 8 rows; repeated rows of a few measured lengths are only noted."""
+    import random
+
+    from parquet_agent.audit import AuditConfig, Auditor
+    from tests.audit.discover.conftest import write_tables
+
+    rows = [{"playerID": f"p{i:04d}", "yearID": 1930 + i % 60, "gameID": f"G{1930 + i % 60}07",
+             "GP": i % 2, "startingPos": i % 9 or None} for i in range(400)]
+    rows += [dict(rows[i]) for i in range(0, 4)]
+    folder = write_tables(tmp_path / "allstar", {"allstar": rows})
+    found = run_discovery(folder)
+    assert [c.title for c in reported(found, "keys.repeated_rows")] == ["rows repeated in full in data"]
+    # playerID, a near-key repeated only by those rows, is the same defect: noted, not reported
+    assert [c.title for c in reported(found, "keys.duplicates")] == []
+    assert [c.support["explained_by"] for c in found.candidates if c.rule == "keys.duplicates"] == [
+        "rows repeated in full in data"]
+    report = Auditor(AuditConfig(max_steps=60), store=tmp_path / "f.sqlite").run(
+        folder, run_dir=tmp_path / "run")
+    repeated = [f for f in report.findings if f.title == "rows repeated in full in data"]
+    assert [(f.category, f.evidence.count) for f in repeated] == [("uniqueness", 8)]
+
+    rng = random.Random(0)
+    lengths = [{"sepal": round(rng.gauss(5.8, 0.4), 1), "petal": round(rng.gauss(3.7, 0.8), 1),
+                "species": ["setosa", "versicolor", "virginica"][i % 3]} for i in range(150)]
+    coincidence = run_discovery(write_tables(tmp_path / "lengths", {"lengths": lengths}))
+    noted = [c for c in coincidence.candidates if c.rule == "keys.repeated_rows"]
+    assert noted and not any(c.report for c in noted)
