@@ -152,9 +152,13 @@ def _long(profile: dict) -> bool:
     return ((profile.get("values") or {}).get("mean_length") or 0) > 1000
 
 
+# an annotation is written only where there is something to say: its nulls are not missing values
+_ANNOTATION = re.compile(r"(^|[^a-z])(notes?|comments?|remarks?|memo)$", re.IGNORECASE)
+
+
 def _completeness(column: str, profile: dict, ref: dict | None) -> list[dict]:
     out = []
-    if profile["nulls"] and (ref is None or not ref["nulls"]):
+    if profile["nulls"] and (ref is None or not ref["nulls"]) and not _ANNOTATION.search(column):
         out.append(_finding("completeness", [column], f"{column} is null",
                             f"{profile['nulls']} null value(s)", f"{q(column)} IS NULL"))
     values = profile.get("values") or {}

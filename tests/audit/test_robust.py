@@ -171,3 +171,13 @@ def test_two_million_rows_inside_the_128_mib_worker(tmp_path):
     report = audit(write(tmp_path / "two-million", pa.table({"x": x})), tmp_path)
     assert report.status == "complete"
     assert by_title(report)["x holds NaN or infinity"].evidence.count == 20
+
+
+def test_an_empty_annotation_is_not_a_missing_value(tmp_path):
+    """A notes column is null where there is nothing to note; a null amount is missing."""
+    table = pa.table({"id": list(range(N)), "amount": [None if i in (3, 9) else i * 1.5 for i in range(N)],
+                      "notes": ["late" if i % 40 == 0 else None for i in range(N)],
+                      "needed_note": [None] * (N - 1) + ["special election"]})
+    titles = set(by_title(audit(write(tmp_path / "notes", table), tmp_path)))
+    assert "amount is null" in titles
+    assert not {"notes is null", "needed_note is null"} & titles
