@@ -11,9 +11,10 @@ duplicates are only noted.
 
 Rows repeated in full (every column equal, nulls included: a row loaded twice) are counted the
 same way, over a hash of the whole row. They are reported when the table has an identifier to
-repeat (a key-named column, or a text code most of whose values are distinct): a table of a few
-measured quantities (iris' five columns of one-decimal lengths) repeats rows by coincidence, so
-there they are only noted.
+repeat (a key-named column or a text code with at least `IDENTIFYING` of its values distinct: a
+player, not a postal code): a table of categories and a few measured quantities (iris' five
+columns of one-decimal lengths, a store's line items) repeats rows by coincidence, so there
+they are only noted.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ MIN_VALUES = 20
 APPROX_UNIQUE = 0.9  # HyperLogLog's distinct share that makes a column worth an exact count
 NEAR_KEY = 0.01  # at most this share of the non-null values may be extra copies (or one)
 PARTITION_ROWS = 2_000_000
+IDENTIFYING = 0.2  # distinct share of an identifier of individual rows' entities (not a category)
 _KEY_NAME = re.compile(r"(^|[_\s.-])(id|key|code|no|nr|num|number|uuid|guid|ref|sku)$|[a-z](ID|Id|Key|Code|No|Num)$",
                        re.IGNORECASE)
 
@@ -116,8 +118,8 @@ def repeated_rows(probe: Probe, table: Table, profiles: dict[str, ColumnProfile]
         repeated, extra = repeated + int(row["dup"]), extra + int(row["extra"])
     if extra == 0:
         return None
-    named = [c for c in columns if key_named(c) or (
-        profiles[c].kind == "text" and not profiles[c].free_text and profiles[c].distinct_share >= 0.3)]
+    named = [c for c in columns if profiles[c].distinct_share >= IDENTIFYING and (
+        key_named(c) or (profiles[c].kind == "text" and not profiles[c].free_text))]
     evidence = (f"the repeated rows carry their identifiers too ({', '.join(named[:3])})" if named
                 else "the table has no identifier: a few measured values repeat by coincidence")
     return candidate(

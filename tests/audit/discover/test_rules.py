@@ -146,7 +146,8 @@ def test_a_word_standing_in_for_numbers_is_reported_but_codes_of_another_shape_a
 
 def test_rows_loaded_twice_are_reported_where_they_carry_identifiers(tmp_path):
     """Four all-star rows loaded twice (player and game ids repeated with them) are a finding the
-    gate commits with their 8 rows; repeated rows of a few measured lengths are only noted."""
+    gate commits with their 8 rows; repeated rows of a few measured lengths and a postal code
+    (a code of a place, not of the row's entity) are only noted."""
     import random
 
     from parquet_agent.audit import AuditConfig, Auditor
@@ -169,7 +170,8 @@ def test_rows_loaded_twice_are_reported_where_they_carry_identifiers(tmp_path):
 
     rng = random.Random(0)
     lengths = [{"sepal": round(rng.gauss(5.8, 0.4), 1), "petal": round(rng.gauss(3.7, 0.8), 1),
-                "species": ["setosa", "versicolor", "virginica"][i % 3]} for i in range(150)]
+                "species": ["setosa", "versicolor", "virginica"][i % 3],
+                "postal_code": 92000 + i % 12} for i in range(150)]  # a code, but of a place
     coincidence = run_discovery(write_tables(tmp_path / "lengths", {"lengths": lengths}))
     noted = [c for c in coincidence.candidates if c.rule == "keys.repeated_rows"]
     assert noted and not any(c.report for c in noted)
