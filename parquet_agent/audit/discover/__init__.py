@@ -1,7 +1,8 @@
 """Deterministic discovery: the dependencies a dataset's tables almost obey, and the rows that
 break them (the data-profiling literature's unique column combinations, inclusion, functional
 and order dependencies, plus time grids, isolated outliers, cross-column arithmetic,
-respelled categories and words standing in for numbers).
+measurements outside their category's band, respelled categories and words standing in for
+numbers).
 
     found = discover(tools, tables)      # tools: AuditTools (sandboxed); tables: scope.tables_of
     found.candidates                     # Candidate: write_finding arguments + rule + report/note
@@ -19,8 +20,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from parquet_agent.audit.discover import (crosscolumn, fds, keys, order, outliers, placeholders,
-                                          references, timeseries, variants)
+from parquet_agent.audit.discover import (crosscolumn, fds, groups, keys, order, outliers,
+                                          placeholders, references, timeseries, variants)
 from parquet_agent.audit.discover.base import Candidate, Probe, ProbeError, QueryTool, Table
 from parquet_agent.audit.discover.profile import ColumnProfile, profile
 
@@ -67,6 +68,8 @@ def discover(tools: QueryTool, tables: list[Table]) -> Discovery:
             outliers.find(probe, t, found.profiles[t.view], skip=_identifiers(t, found))))
         _guard(found, f"arithmetic of {table.view}", lambda t=table: found.candidates.extend(
             crosscolumn.arithmetic(probe, t, found.profiles[t.view])))
+        _guard(found, f"bands of {table.view}", lambda t=table: found.candidates.extend(
+            groups.find(probe, t, found.profiles[t.view], skip=_identifiers(t, found))))
         _guard(found, f"swaps of {table.view}", lambda t=table: found.candidates.extend(
             crosscolumn.swaps(probe, t, found.profiles[t.view])))
         _guard(found, f"spellings of {table.view}", lambda t=table: found.candidates.extend(
