@@ -33,8 +33,9 @@ class Discovery:
     tables: list[Table]
     profiles: dict[str, dict[str, ColumnProfile]] = field(default_factory=dict)
     candidates: list[Candidate] = field(default_factory=list)
-    references: list[references.Reference] = field(default_factory=list)
+    # (before `references`: the field's name would hide the module's in the annotations below it)
     composite_references: list[references.CompositeReference] = field(default_factory=list)
+    references: list[references.Reference] = field(default_factory=list)
     keys: dict[str, list[str]] = field(default_factory=dict)  # view -> its unique columns
     notes: list[str] = field(default_factory=list)
     queries: int = 0

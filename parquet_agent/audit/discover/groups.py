@@ -66,8 +66,8 @@ def _bands(rows: list[dict], key: str) -> list[tuple[object, int, float, float, 
     """(group value, rows, q25, median, q75) of each large group."""
     out = []
     for r in rows:
-        qs = [number(v) for v in (r[key] or [])]
-        if int(r["n"]) >= MIN_GROUP and len(qs) == 3 and None not in qs:
+        qs = [x for x in (number(v) for v in (r[key] or [])) if x is not None]
+        if int(r["n"]) >= MIN_GROUP and len(qs) == 3:
             out.append((r["g"], int(r["n"]), qs[0], qs[1], qs[2]))
     return out
 
