@@ -1,7 +1,8 @@
 """A measurement far outside the range its category holds: a longitude against its time zone, an
 amount against its label (`sun` with rain in the gauge), where the data shows the rule.
 
-A category column (text or integer, 2..`MAX_GROUPS` values, ten rows or more a value) *sets* a
+A category column (text with 2..`MAX_GROUPS` values, or an integer with at most
+`MAX_INTEGER_GROUPS`; ten rows or more a value) *sets* a
 numeric column when the category's values sit in narrow, distinct bands of it: the quartiles
 of each large group (`MIN_GROUP` rows or more) span at most `NARROW` of the column's central
 90 % (5-95 %; row-weighted median over the groups), and the groups' medians spread over at
@@ -20,6 +21,7 @@ from parquet_agent.audit.discover.base import (NUMERIC, Candidate, Probe, Table,
 from parquet_agent.audit.discover.profile import ColumnProfile
 
 MAX_GROUPS = 50
+MAX_INTEGER_GROUPS = 12  # an integer category: a time zone's offset, a class
 MIN_GROUP = 10
 MIN_ROWS = 50
 NARROW = 0.15
@@ -32,7 +34,10 @@ _CHUNK = 20
 
 
 def _category(p: ColumnProfile) -> bool:
-    return (p.kind in ("text", "integer") and not p.free_text and 2 <= p.distinct <= MAX_GROUPS
+    # integers with more values are measurements themselves (two park factors, near equal,
+    # would each "set" the other)
+    limit = MAX_GROUPS if p.kind == "text" else MAX_INTEGER_GROUPS
+    return (p.kind in ("text", "integer") and not p.free_text and 2 <= p.distinct <= limit
             and p.non_null >= MIN_ROWS and p.distinct * 10 <= p.non_null)
 
 

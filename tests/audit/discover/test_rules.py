@@ -198,3 +198,19 @@ def test_a_longitude_outside_its_time_zone_band_is_a_consistency_finding(tmp_pat
     flipped = run_discovery(write_tables(tmp_path / "flipped", {"airports": rows}))
     assert [(c.rule, c.arguments["columns"]) for c in reported(flipped)] == [
         ("groups.range", ["lon", "tzone"])]
+
+
+def test_two_near_equal_measurements_do_not_set_each_other(tmp_path):
+    """Two park factors (44 integer values each, nearly equal) are measurements, not a category
+    and its band: early seasons where they differ by 10 are no defect."""
+    import random
+
+    from tests.audit.discover.conftest import write_tables
+
+    rng = random.Random(5)
+    rows = []
+    for i in range(600):
+        bpf = rng.randint(88, 112) if i > 20 else rng.randint(60, 129)
+        rows.append({"yearID": 1871 + i // 5, "BPF": bpf, "PPF": bpf + (rng.randint(-12, 12) if i <= 20 else rng.randint(-1, 1))})
+    found = run_discovery(write_tables(tmp_path / "teams", {"teams": rows}))
+    assert [c.title for c in reported(found, "groups.range")] == []
