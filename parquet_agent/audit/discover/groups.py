@@ -5,8 +5,9 @@ A category column (text with 2..`MAX_GROUPS` values, or an integer with at most
 `MAX_INTEGER_GROUPS`; ten rows or more a value) *sets* a
 numeric column when the category's values sit in narrow, distinct bands of it: the quartiles
 of each large group (`MIN_GROUP` rows or more) span at most `NARROW` of the column's central
-90 % (5-95 %; row-weighted median over the groups), and the groups' medians spread over at
-least `APART` of it. Quartiles, not wider quantiles, so the rows that break the rule do not
+90 % (5-95 %; row-weighted median over the groups), the groups' medians spread over at
+least `APART` of it, and at most `SHARED` of the rows are in groups whose band meets another
+group's (time zones are strips of longitude; altitudes by time zone are narrow but shared). Quartiles, not wider quantiles, so the rows that break the rule do not
 widen their own group's band. A row of a large group whose value lies beyond its group's
 quartiles widened by `PAD` times their distance (at least `MIN_PAD` of the column's central
 90 %) on either side breaks the rule; it is a candidate when such rows are at most
@@ -26,6 +27,7 @@ MIN_GROUP = 10
 MIN_ROWS = 50
 NARROW = 0.15
 APART = 0.5
+SHARED = 0.25  # at most this share of the rows may be in groups whose band meets another's
 PAD = 3.0
 MIN_PAD = 0.05
 MAX_BROKEN = 0.01
@@ -92,6 +94,11 @@ def _rule(bands: list, p: ColumnProfile) -> dict[object, tuple[float, float]] | 
             break
     medians = [b[3] for b in bands]
     if typical > NARROW or max(medians) - min(medians) < APART * width:
+        return None
+    # the bands must lie apart, not merely be narrow: altitudes by time zone are narrow too,
+    # but most zones share the same low band, and a mountain airport there is no defect
+    shared = sum(b[1] for b in bands if any(o is not b and b[2] <= o[4] and o[2] <= b[4] for o in bands))
+    if shared > SHARED * sum(b[1] for b in bands):
         return None
     out = {}
     for value, _, low, _, high in bands:

@@ -214,3 +214,20 @@ def test_two_near_equal_measurements_do_not_set_each_other(tmp_path):
         rows.append({"yearID": 1871 + i // 5, "BPF": bpf, "PPF": bpf + (rng.randint(-12, 12) if i <= 20 else rng.randint(-1, 1))})
     found = run_discovery(write_tables(tmp_path / "teams", {"teams": rows}))
     assert [c.title for c in reported(found, "groups.range")] == []
+
+
+def test_narrow_bands_that_most_categories_share_set_nothing(tmp_path):
+    """Altitudes by time zone: most zones' airports sit low (one shared band), the mountain zone
+    high; an airport at 7,000 ft in the Pacific zone is a mountain airport, not a defect."""
+    import random
+
+    from tests.audit.discover.conftest import write_tables
+
+    rng = random.Random(6)
+    zones = {"America/New_York": 400, "America/Chicago": 600, "America/Los_Angeles": 500,
+             "America/Denver": 5500}
+    rows = [{"tzone": zone, "alt": int(rng.gauss(centre, 150))}
+            for zone, centre in list(zones.items()) * 80]
+    rows[2]["alt"] = 7100  # Mammoth Yosemite, America/Los_Angeles
+    found = run_discovery(write_tables(tmp_path / "alt", {"airports": rows}))
+    assert [c.title for c in reported(found, "groups.range")] == []
