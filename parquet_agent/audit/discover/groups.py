@@ -10,7 +10,8 @@ least `APART` of it, and at most `SHARED` of the rows are in groups whose band m
 group's (time zones are strips of longitude; altitudes by time zone are narrow but shared). Quartiles, not wider quantiles, so the rows that break the rule do not
 widen their own group's band. A row of a large group whose value lies beyond its group's
 quartiles widened by `PAD` times their distance (at least `MIN_PAD` of the column's central
-90 %) on either side breaks the rule; it is a candidate when such rows are at most
+90 %) on either side, and outside every other large group's widened band too (a 777's 400
+seats are far from the two-engine band but in the four-engine one), breaks the rule; it is a candidate when such rows are at most
 `MAX_BROKEN` of the rows, or `FEW` (a rule the data almost obeys). Read over a fixed-seed sample of a large table; identifiers (`skip`) are no
 measurements.
 """
@@ -111,7 +112,11 @@ def _broken(probe: Probe, table: Table, g: str, x: str, rule: dict) -> Candidate
     value = f"CAST({q(x)} AS DOUBLE)"
     cases = " ".join(f"WHEN {lit(v)} THEN {value} < {lit(low)} OR {value} > {lit(high)}"
                      for v, (low, high) in sorted(rule.items(), key=lambda kv: str(kv[0])))
-    predicate = f"isfinite({value}) AND (CASE {q(g)} {cases} ELSE FALSE END)"
+    # and in no other group's band either: a 777's 400 seats are far from the two-engine
+    # planes' band but in the four-engine one's, a size of plane, not a defect
+    nowhere = " AND ".join(f"{value} NOT BETWEEN {lit(low)} AND {lit(high)}"
+                           for low, high in sorted(rule.values()))
+    predicate = f"isfinite({value}) AND (CASE {q(g)} {cases} ELSE FALSE END) AND {nowhere}"
     row = probe.one(f"SELECT count(*) FILTER (WHERE {predicate}) AS bad, count({q(x)}) AS n FROM {table.view}")
     bad, n = int(row["bad"]), int(row["n"])
     if bad == 0 or bad > max(MAX_BROKEN * n, FEW):
@@ -121,4 +126,4 @@ def _broken(probe: Probe, table: Table, g: str, x: str, rule: dict) -> Candidate
         f"{x} out of the range its {g} holds in {table.view}",
         f"each {g} holds {x} in a narrow band of its own (the quartiles of a {g} span at most "
         f"{NARROW:.0%} of the column's central 90 %, and the bands lie apart); {bad} of {n} rows lie far outside "
-        f"their {g}'s band", predicate, note=table.sampled, support={"rows": n, "violations": bad})
+        f"their {g}'s band and every other's", predicate, note=table.sampled, support={"rows": n, "violations": bad})

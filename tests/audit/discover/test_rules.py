@@ -231,3 +231,22 @@ def test_narrow_bands_that_most_categories_share_set_nothing(tmp_path):
     rows[2]["alt"] = 7100  # Mammoth Yosemite, America/Los_Angeles
     found = run_discovery(write_tables(tmp_path / "alt", {"airports": rows}))
     assert [c.title for c in reported(found, "groups.range")] == []
+
+
+def test_a_value_in_another_categorys_band_is_no_defect(tmp_path):
+    """Seats by engines: a two-engine 777's 400 seats are far from the two-engine band but in the
+    four-engine one; a two-engine plane with 4,000 seats is in no band."""
+    import random
+
+    from tests.audit.discover.conftest import write_tables
+
+    rng = random.Random(7)
+    rows = [{"engines": engines, "seats": int(rng.gauss(centre, spread))}
+            for engines, centre, spread in [(1, 6, 2), (2, 165, 20), (4, 420, 25)] * 100]
+    for i in (1, 4, 7):  # three 777s among the two-engine planes
+        rows[i]["seats"] = 395 + i
+    found = run_discovery(write_tables(tmp_path / "planes", {"planes": rows}))
+    assert [c.title for c in reported(found, "groups.range")] == []
+    rows[10]["seats"] = 4000
+    typo = run_discovery(write_tables(tmp_path / "typo", {"planes": rows}))
+    assert [c.arguments["columns"] for c in reported(typo, "groups.range")] == [["engines", "seats"]]
