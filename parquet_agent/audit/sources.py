@@ -14,7 +14,9 @@ left out with the reason (nothing is skipped silently).
   build` writes it), not a table: it is left out, with that reason.
 - CSV and JSON lines are converted once to Parquet (DuckDB's `read_csv` / `read_json` with
   auto-detection, one thread so rows keep their order: `_row` is the record's 0-based number;
-  a CSV whose late rows break the sniffed types is read whole, then as text typed per column)
+  a CSV whose late rows break the sniffed types is read whole, then as text typed per column;
+  a text column of numbers or dates with `NA`, `N/A`, `null` or `None` for some values gets
+  its type, those values null)
   into `convert_dir`, named by the source's content hash, so a resume or a second audit of the
   same bytes reuses the conversion. The snapshot entry of such a file is the source itself (its
   name, size, content hash) with the rows and schema of its conversion, and `Source.converted`
@@ -201,7 +203,8 @@ def _convert(path: Path, kind: str, out: Path) -> str:
     try:
         for reader in readers:
             call = reader.replace("(", "(" + _quote(str(path)) + ", ", 1)
-            select = _typed(con, call) if "all_varchar" in reader else f"SELECT * FROM {call}"
+            select = (_typed(con, call, na_only="all_varchar" not in reader) if kind == "csv"
+                      else f"SELECT * FROM {call}")
             try:
                 con.execute(f"COPY ({select}) TO {_quote(str(tmp))} (FORMAT parquet)")
             except duckdb.Error as exc:
@@ -219,28 +222,47 @@ def _convert(path: Path, kind: str, out: Path) -> str:
 
 
 # each type with the test every value of a column must pass (TRY_CAST alone rounds '20.5' to a
-# BIGINT and cuts '2010-03-24 09:00' to a DATE)
-_TYPES = (("BIGINT", "regexp_full_match(trim({c}), '[+-]?[0-9]+') AND TRY_CAST({c} AS BIGINT) IS NOT NULL"),
-          ("DOUBLE", "TRY_CAST({c} AS DOUBLE) IS NOT NULL"),
+# BIGINT and cuts '2010-03-24 09:00' to a DATE; a code with a leading zero stays text)
+_TYPES = (("BIGINT", "regexp_full_match(trim({c}), '[+-]?[1-9][0-9]*|0') "
+                     "AND TRY_CAST({c} AS BIGINT) IS NOT NULL"),
+          ("DOUBLE", "NOT regexp_matches(trim({c}), '^[+-]?0[0-9]') AND TRY_CAST({c} AS DOUBLE) IS NOT NULL"),
           ("DATE", "regexp_full_match(trim({c}), '[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}') "
                    "AND TRY_CAST({c} AS DATE) IS NOT NULL"),
           ("TIMESTAMP", "TRY_CAST({c} AS TIMESTAMP) IS NOT NULL"))
+# how exports write a missing value in a text file (R's NA above all): null in a typed column
+NA_TOKENS = ("NA", "N/A", "n/a", "null", "NULL", "None")
 
 
-def _typed(con: duckdb.DuckDBPyConnection, call: str) -> str:
-    """A SELECT over an all-text read giving each column the first of `_TYPES` that every one of
-    its values fits (text otherwise)."""
+def _typed(con: duckdb.DuckDBPyConnection, call: str, *, na_only: bool = False) -> str:
+    """A SELECT over a CSV read giving each text column the first of `_TYPES` that every one of
+    its values fits, `NA_TOKENS` read as nulls (text otherwise); with `na_only`, only columns
+    holding such a token are retyped (the sniffer typed the others on purpose)."""
     try:
-        names = [d[0] for d in con.execute(f"SELECT * FROM {call} LIMIT 0").description]
+        columns = con.execute(f"DESCRIBE SELECT * FROM {call}").fetchall()
     except duckdb.Error:
         return f"SELECT * FROM {call}"  # the COPY says what is wrong
+    text = [name for name, kind, *_ in columns if kind == "VARCHAR"]
+    if not text:
+        return f"SELECT * FROM {call}"
+    tokens = ", ".join(_quote(t) for t in NA_TOKENS)
+    terms: dict[str, str] = {}  # alias -> aggregate, one scan for every text column
+    for i, name in enumerate(text):
+        c, na = _identifier(name), f"trim({_identifier(name)}) IN ({tokens})"
+        terms[f"na{i}"] = f"count(*) FILTER (WHERE {na})"
+        terms[f"n{i}"] = f"count({c}) FILTER (WHERE NOT {na})"
+        for k, (_, test) in enumerate(_TYPES):
+            terms[f"t{i}_{k}"] = f"count(*) FILTER (WHERE NOT {na} AND {test.format(c=c)})"
+    counts = con.execute(f"SELECT {', '.join(terms.values())} FROM {call}").fetchone() or ()
+    row = dict(zip(terms, counts))
     out = []
-    for name in names:
+    for name, *_ in columns:
         c = _identifier(name)
-        checks = ", ".join(f"count(*) FILTER (WHERE {test.format(c=c)}) = count({c})" for _, test in _TYPES)
-        fits = con.execute(f"SELECT count({c}) > 0, {checks} FROM {call}").fetchone() or ()
-        kind = next((t for (t, _), ok in zip(_TYPES, fits[1:]) if fits[0] and ok), None)
-        out.append(f"CAST(trim({c}) AS {kind}) AS {c}" if kind else c)
+        i = text.index(name) if name in text else -1
+        kind = None
+        if i >= 0 and row[f"n{i}"] > 0 and (row[f"na{i}"] > 0 or not na_only):
+            kind = next((t for k, (t, _) in enumerate(_TYPES) if row[f"t{i}_{k}"] == row[f"n{i}"]), None)
+        out.append(f"CAST(CASE WHEN trim({c}) IN ({tokens}) THEN NULL ELSE trim({c}) END AS {kind}) AS {c}"
+                   if kind else c)
     return f"SELECT {', '.join(out)} FROM {call}"
 
 

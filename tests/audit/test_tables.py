@@ -181,3 +181,21 @@ def test_tables_sharing_key_columns_stay_apart_and_a_partition_that_gained_a_col
     pq.write_table(pa.table({"id": [2], "total": [3.0], "coupon": ["x"]}), root / "orders-1.parquet")
     dataset = Dataset.open(root)
     assert sorted(dataset.table_names) == ["allstar", "orders", "salaries"]
+
+
+def test_r_style_na_in_a_csv_is_a_null_of_a_typed_column_but_a_code_stays_text(tmp_path):
+    """An R export writes NA for a missing number: the column is a DOUBLE with nulls (so its
+    missing values are counted as such); a continent code 'NA' among other codes stays text."""
+    root = tmp_path / "r"
+    root.mkdir()
+    lines = ["id,bill_length_mm,continent,year"] + [
+        f"{i},{'NA' if i in (3, 271) else 39.1 + i % 9},{['NA', 'EU', 'AS'][i % 3]},{'NA' if i == 5 else 2007 + i % 3}"
+        for i in range(344)]
+    (root / "penguin_like.csv").write_text("\n".join(lines) + "\n")
+    dataset = Dataset.open(root, convert_dir=tmp_path / "conv")
+    with AuditTools.open(dataset) as tools:
+        rows = tools.run_query(
+            "SELECT typeof(any_value(bill_length_mm)), count(*) - count(bill_length_mm), "
+            "typeof(any_value(continent)), count(*) FILTER (WHERE continent = 'NA'), "
+            "typeof(any_value(year)), count(*) - count(year) FROM data").output["rows"]
+    assert rows == [["DOUBLE", 2, "VARCHAR", 115, "BIGINT", 1]]
