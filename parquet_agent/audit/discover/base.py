@@ -13,8 +13,10 @@ that runs its SQL in the sandbox.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from parquet_agent.tools.result import ToolResult
@@ -144,6 +146,21 @@ class Probe:
         if len(rows) != 1:
             raise ProbeError(f"expected one row, got {len(rows)}")
         return rows[0]
+
+    def per_column(self, columns: list[str], terms: Callable[[int, str], str], source: str,
+                   chunk: int = 20) -> Iterator[tuple[str, Callable[[str], Any]]]:
+        """Aggregates of many columns, `chunk` columns a query: `terms(i, column)` gives the
+        column's aggregates with aliases ending in `i`; yields each column with a getter of its
+        values by alias stem (`get("hi")` is the column's `hi{i}`)."""
+        for start in range(0, len(columns), chunk):
+            part = columns[start:start + chunk]
+            row = self.one(f"SELECT {', '.join(terms(i, c) for i, c in enumerate(part))} FROM {source}")
+            for i, column in enumerate(part):
+                yield column, functools.partial(_cell, row, i)
+
+
+def _cell(row: dict[str, Any], i: int, stem: str) -> Any:
+    return row[f"{stem}{i}"]
 
 
 def number(value: Any) -> float | None:

@@ -71,16 +71,14 @@ def find(probe: Probe, table: Table, profiles: dict[str, ColumnProfile],
          skip: set[str] | frozenset[str] = frozenset()) -> list[Candidate]:
     cols = [c for c, p in profiles.items() if p.kind in NUMERIC and p.finite >= MIN_VALUES
             and len(p.quantiles) and p.distinct >= 10 and c not in skip]
+    def terms(i: int, c: str) -> str:
+        x = f"CAST({q(c)} AS DOUBLE)"
+        return (f"max({x}, {TAIL}) FILTER (WHERE isfinite({x})) AS hi{i}, "
+                f"min({x}, {TAIL}) FILTER (WHERE isfinite({x}){_no_zero(profiles[c], x)}) AS lo{i}")
+
     out: list[Candidate] = []
-    for start in range(0, len(cols), _CHUNK):
-        part = cols[start:start + _CHUNK]
-        terms = ", ".join(
-            f"max({x}, {TAIL}) FILTER (WHERE isfinite({x})) AS hi{i}, "
-            f"min({x}, {TAIL}) FILTER (WHERE isfinite({x}){_no_zero(profiles[c], x)}) AS lo{i}"
-            for i, c in enumerate(part) for x in [f"CAST({q(c)} AS DOUBLE)"])
-        row = probe.one(f"SELECT {terms} FROM {table.view}")
-        for i, c in enumerate(part):
-            out += _column(table, c, profiles[c], row[f"hi{i}"] or [], row[f"lo{i}"] or [])
+    for c, get in probe.per_column(cols, terms, table.view, _CHUNK):
+        out += _column(table, c, profiles[c], get("hi") or [], get("lo") or [])
     return out
 
 

@@ -26,26 +26,25 @@ def _not_number(c: str) -> str:
 def find(probe: Probe, table: Table, profiles: dict[str, ColumnProfile]) -> list[Candidate]:
     cols = [c for c, p in profiles.items() if p.kind == "text" and p.non_null >= MIN_VALUES
             and not p.free_text]
+
+    def terms(i: int, c: str) -> str:
+        x = q(c)
+        return (f"count(TRY_CAST({x} AS DOUBLE)) AS n{i}, count({x}) AS nn{i}, "
+                f"approx_top_k({x}, {MAX_WORDS + 1}) FILTER (WHERE {_not_number(x)}) AS w{i}, "
+                f"count(DISTINCT {x}) FILTER (WHERE {_not_number(x)}) AS d{i}")
+
     out: list[Candidate] = []
-    for start in range(0, len(cols), _CHUNK):
-        part = cols[start:start + _CHUNK]
-        terms = ", ".join(
-            f"count(TRY_CAST({x} AS DOUBLE)) AS n{i}, count({x}) AS nn{i}, "
-            f"approx_top_k({x}, {MAX_WORDS + 1}) FILTER (WHERE {_not_number(x)}) AS w{i}, "
-            f"count(DISTINCT {x}) FILTER (WHERE {_not_number(x)}) AS d{i}"
-            for i, c in enumerate(part) for x in [q(c)])
-        row = probe.one(f"SELECT {terms} FROM {table.source}")
-        for i, c in enumerate(part):
-            numbers, non_null, words = int(row[f"n{i}"]), int(row[f"nn{i}"]), row[f"w{i}"] or []
-            if (numbers < MIN_VALUES or numbers < NUMERIC * non_null or numbers == non_null
-                    or int(row[f"d{i}"]) > MAX_WORDS or any(ch.isdigit() for w in words for ch in w)):
-                continue
-            shown = ", ".join(repr(w) for w in words)
-            out.append(candidate(
-                "placeholders.words", "validity", table, [c],
-                f"{c} holds words among numbers in {table.view}",
-                f"{numbers} of its {non_null} values are numbers; the others are {shown}: a "
-                "missing value written as a word (the column reads as text)",
-                _not_number(q(c)), note=table.sampled,
-                support={"numbers": numbers, "non_null": non_null, "words": list(words)}))
+    for c, get in probe.per_column(cols, terms, table.source, _CHUNK):
+        numbers, non_null, words = int(get("n")), int(get("nn")), get("w") or []
+        if (numbers < MIN_VALUES or numbers < NUMERIC * non_null or numbers == non_null
+                or int(get("d")) > MAX_WORDS or any(ch.isdigit() for w in words for ch in w)):
+            continue
+        shown = ", ".join(repr(w) for w in words)
+        out.append(candidate(
+            "placeholders.words", "validity", table, [c],
+            f"{c} holds words among numbers in {table.view}",
+            f"{numbers} of its {non_null} values are numbers; the others are {shown}: a "
+            "missing value written as a word (the column reads as text)",
+            _not_number(q(c)), note=table.sampled,
+            support={"numbers": numbers, "non_null": non_null, "words": list(words)}))
     return out
