@@ -123,22 +123,30 @@ def _composites(probe: Probe, tables: list[Table], found: Discovery) -> None:
                 continue
             pairs = [(a, b) for a, b in references.shared(source, target, found.profiles)
                      if b not in unique and (source.view, a, target.view) not in single]
-            for width in range(2, references.MAX_WIDTH + 1):
-                for combo in itertools.combinations(pairs, width):
-                    keys = tuple(b for _, b in combo)
-                    if any(ok and set(k) < set(keys) for k, ok in is_key.items()):
-                        continue  # a key's superset
-                    if keys not in is_key:
-                        is_key[keys] = references.composite_key(probe, target, keys)
-                    if not is_key[keys]:
-                        continue
-                    ref = references.measure_composite(probe, source, tuple(a for a, _ in combo),
-                                                       target, keys)
-                    if ref.found >= 3 and ref.containment >= references.COMPOSITE_CONTAINMENT:
-                        found.composite_references.append(ref)
-                        orphan = references.composite_orphans(ref, source)
-                        if orphan is not None:
-                            found.candidates.append(orphan)
+            combos = [c for width in range(2, references.MAX_WIDTH + 1)
+                      for c in itertools.combinations(pairs, width)]
+            for combo in combos:  # narrower first: a key's supersets are skipped
+                ref = _composite(probe, source, target, combo, is_key)
+                if ref is not None:
+                    found.composite_references.append(ref)
+                    orphan = references.composite_orphans(ref, source)
+                    if orphan is not None:
+                        found.candidates.append(orphan)
+
+
+def _composite(probe: Probe, source: Table, target: Table, combo: tuple[tuple[str, str], ...],
+               is_key: dict[tuple[str, ...], bool]) -> references.CompositeReference | None:
+    """The reference of `combo`'s source columns to its target columns, when those are a
+    minimal key of the target (`is_key` caches the checks) and hold the source's values."""
+    keys = tuple(b for _, b in combo)
+    if any(ok and set(k) < set(keys) for k, ok in is_key.items()):
+        return None
+    if keys not in is_key:
+        is_key[keys] = references.composite_key(probe, target, keys)
+    if not is_key[keys]:
+        return None
+    ref = references.measure_composite(probe, source, tuple(a for a, _ in combo), target, keys)
+    return ref if ref.found >= 3 and ref.containment >= references.COMPOSITE_CONTAINMENT else None
 
 
 def _fds(probe: Probe, table: Table, found: Discovery) -> None:
@@ -159,9 +167,8 @@ def _identifiers(table: Table, found: Discovery) -> set[str]:
 def _explained(probe: Probe, table: Table, found: Discovery) -> None:
     """Outliers and respellings whose rows all break a cross-column rule on the same column (a
     next-day delay, a swapped latitude, a code with two names) are that rule's defect, said
-    once; outliers whose rows are all the rows
-    of their category (the airports of one island, far east of the others) are a population of
-    their own. Both become notes."""
+    once; outliers whose rows are all the rows of their category (the airports of one island,
+    far east of the others) are a population of their own. Both become notes."""
     mine = [c for c in found.candidates if c.arguments.get("view") == table.view and c.report]
     rules = [c for c in mine if c.arguments["category"] == "consistency" and "predicate" in c.arguments]
     for i, c in enumerate(found.candidates):

@@ -211,7 +211,7 @@ def measure_composite(probe: Probe, source: Table, columns: tuple[str, ...], tar
 
 
 def composite_orphans(ref: CompositeReference, source: Table) -> Candidate | None:
-    if ref.found == ref.distinct or ref.found < 3 or ref.containment < COMPOSITE_CONTAINMENT:
+    if ref.found == ref.distinct:
         return None
     missing = ref.distinct - ref.found
     names, keys = ", ".join(ref.columns), ", ".join(ref.keys)
