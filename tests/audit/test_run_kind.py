@@ -29,16 +29,24 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=600)
 
 
-@pytest.fixture
-def runs(tmp_path: Path) -> Path:
-    """A runs folder holding an experiment (the checked-in v3 run) and a fresh audit."""
-    folder = tmp_path / "runs"
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory) -> Path:
+    """A runs folder holding an experiment (the checked-in v3 run) and a fresh audit, made once
+    per module (the audit command takes seconds); tests edit only their own copy (`runs`)."""
+    base = tmp_path_factory.mktemp("run-kind")
+    folder = base / "runs"
     shutil.copytree(EXPERIMENT, folder / "exp")
-    data = write_filings(tmp_path / "data")
+    data = write_filings(base / "data")
     done = _cli("audit", "run", str(data), "--run-dir", str(folder / "aud"), "--lineage",
-                "filings", "--store", str(tmp_path / "f.sqlite"))
+                "filings", "--store", str(base / "f.sqlite"))
     assert done.returncode == 0, done.stderr
     return folder
+
+
+@pytest.fixture
+def runs(audited: Path, tmp_path: Path) -> Path:
+    """This test's own copy of `audited`."""
+    return shutil.copytree(audited, tmp_path / "runs")
 
 
 def test_an_audit_manifest_is_hashed_and_says_its_kind(runs):
