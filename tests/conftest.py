@@ -14,6 +14,12 @@ what a non-root user meets; they need root and `runuser`, and skip otherwise. Wh
 read the checkout (a clone in a private folder, mode 0700 as `mktemp -d` or /root gives), the
 package is copied and the environment's packages hard-linked (copied across file systems) into a
 folder nobody can read, once per session.
+
+Under pytest-xdist with `--dist loadfile` (`scripts/test` runs two workers so) each test module
+runs whole on one worker (its module-scoped fixtures are built once), and the Ray modules (marker
+`ray`, only in tests/engine/test_ray_*.py) run on the same worker, one after the other: each
+starts its own two-node cluster (tests/engine/conftest.py), and two at once on a 2-core machine
+starve each other.
 """
 
 from __future__ import annotations
@@ -33,6 +39,31 @@ REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+RAY_MODULES = "tests/engine/test_ray_"  # where every test marked `ray` lives
+
+
+def pytest_collection_modifyitems(items):
+    stray = [i.nodeid for i in items if i.get_closest_marker("ray") and not i.nodeid.startswith(RAY_MODULES)]
+    if stray:  # the scheduler below finds the Ray tests by their path
+        raise pytest.UsageError(f"tests marked `ray` belong in {RAY_MODULES}*.py: {stray}")
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, which may not be installed
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile`, with all Ray modules one unit of work. (Not `--dist loadgroup` with
+    `xdist_group` marks: xdist 3.8 groups through a suffix it writes into node ids, which the
+    node ids of pytest 9.2 no longer take, so the marks are silently ignored.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class RayOnOneWorker(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "ray" if nodeid.startswith(RAY_MODULES) else super()._split_scope(nodeid)
+
+    return RayOnOneWorker(config, log)
 
 
 @pytest.fixture(scope="session")
