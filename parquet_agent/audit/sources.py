@@ -203,9 +203,9 @@ def _convert(path: Path, kind: str, out: Path) -> str:
     try:
         for reader in readers:
             call = reader.replace("(", "(" + _quote(str(path)) + ", ", 1)
-            select = (_typed(con, call, na_only="all_varchar" not in reader) if kind == "csv"
-                      else f"SELECT * FROM {call}")
-            try:
+            try:  # the typing scan reads the whole file too: a reader may fail in either
+                select = (_typed(con, call, na_only="all_varchar" not in reader) if kind == "csv"
+                          else f"SELECT * FROM {call}")
                 con.execute(f"COPY ({select}) TO {_quote(str(tmp))} (FORMAT parquet)")
             except duckdb.Error as exc:
                 error = exc
@@ -237,10 +237,7 @@ def _typed(con: duckdb.DuckDBPyConnection, call: str, *, na_only: bool = False) 
     """A SELECT over a CSV read giving each text column the first of `_TYPES` that every one of
     its values fits, `NA_TOKENS` read as nulls (text otherwise); with `na_only`, only columns
     holding such a token are retyped (the sniffer typed the others on purpose)."""
-    try:
-        columns = con.execute(f"DESCRIBE SELECT * FROM {call}").fetchall()
-    except duckdb.Error:
-        return f"SELECT * FROM {call}"  # the COPY says what is wrong
+    columns = con.execute(f"DESCRIBE SELECT * FROM {call}").fetchall()
     text = [name for name, kind, *_ in columns if kind == "VARCHAR"]
     if not text:
         return f"SELECT * FROM {call}"

@@ -199,3 +199,22 @@ def test_r_style_na_in_a_csv_is_a_null_of_a_typed_column_but_a_code_stays_text(t
             "typeof(any_value(continent)), count(*) FILTER (WHERE continent = 'NA'), "
             "typeof(any_value(year)), count(*) - count(year) FROM data").output["rows"]
     assert rows == [["DOUBLE", 2, "VARCHAR", 115, "BIGINT", 1]]
+
+
+def test_a_csv_whose_sniffed_quoting_breaks_on_a_late_row_is_read_whole(tmp_path):
+    """Text columns and, past the rows DuckDB sniffs, a quoted name with a comma (the UN's
+    "China, Taiwan Province of China" at line 53,384): read by the whole-file reader, not a
+    traceback."""
+    root = tmp_path / "un"
+    root.mkdir()
+    taiwan = '"China, Taiwan Province of China"'
+    lines = ["LocID,Location,Time,Sex,Value"] + [
+        f"{i % 300},{taiwan if i == 24_000 else f'Place {i % 300}'},"
+        f"{1950 + i % 150},{'Male' if i % 2 else 'Female'},{i * 3}" for i in range(25_000)]
+    (root / "population.csv").write_text("\n".join(lines) + "\n")
+    dataset = Dataset.open(root, convert_dir=tmp_path / "conv")
+    assert "sample_size = -1" in dataset.sources[0].converted["reader"]
+    with AuditTools.open(dataset) as tools:
+        rows = tools.run_query("SELECT count(*), count(*) FILTER (WHERE Location LIKE 'China,%') "
+                               "FROM data").output["rows"]
+    assert rows == [[25_000, 1]]
