@@ -58,8 +58,7 @@ class _Sides:
     def pruned(self, query: str) -> tuple[float, float, list, dict]:
         con = _con()
         t = time.process_time()
-        [(tree,)] = con.execute("SELECT json_serialize_sql(?)", [query]).fetchall()  # the gate's parse
-        table, report = pruned_filings(json.loads(tree), self.skip, self.reader)
+        table, report = pruned_filings(con, query, self.skip, self.reader)
         decided = time.process_time() - t
         if table is None:
             con.execute(f"CREATE VIEW filings AS SELECT * FROM read_parquet([{self.paths}])")

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -81,28 +80,12 @@ def allowed_functions() -> frozenset[str]:
                      if line.strip() and not line.startswith("#"))
 
 
-@dataclass(frozen=True)
-class CheckedSelect:
-    """A query the gate let through: the `statement` to execute (on any connection: it is
-    parsed, not bound) and its parse `tree` (`json_serialize_sql`), which the skipping index
-    reads too (`prune.required_text`), so one parse serves both."""
-
-    statement: duckdb.Statement
-    tree: dict
-
-
 def parse_select(con: duckdb.DuckDBPyConnection, sql: str,
                  tables: frozenset[str] | None = VIEWS) -> duckdb.Statement:
     """The one SELECT statement in `sql`, checked; raises GateRejection otherwise. `tables`:
     the view names the query may read besides its own CTEs (an audit's `data` and per-file
     views; `filings`/`filing` by default); None: any name without a schema or catalog (a
     pre-check that does not know the views; the worker's gate then checks the real ones)."""
-    return check_select(con, sql, tables).statement
-
-
-def check_select(con: duckdb.DuckDBPyConnection, sql: str,
-                 tables: frozenset[str] | None = VIEWS) -> CheckedSelect:
-    """`parse_select`, with the parse tree it checked."""
     problem = query_size_problem(sql, MAX_PARSE_CHARS)
     if problem:
         raise GateRejection("validation", problem)
@@ -130,9 +113,8 @@ def check_select(con: duckdb.DuckDBPyConnection, sql: str,
             f"only a read-only SELECT may run; this is a {kind_name} statement.{extra} {_HINT}",
         )
     names = None if tables is None else frozenset(t.lower() for t in tables)
-    tree = _serialize(con, sql)
-    _Walk(allowed_functions(), names).check(tree)
-    return CheckedSelect(statement, tree)
+    _Walk(allowed_functions(), names).check(_serialize(con, sql))
+    return statement
 
 
 def query_size_problem(sql: str, limit: int = MAX_QUERY_CHARS) -> str | None:

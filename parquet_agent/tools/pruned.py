@@ -1,8 +1,8 @@
 """Whole-corpus SQL over only the rows whose `parsed_md` pages may match (the skipping index).
 
-`pruned_filings(tree, skip, read)` decides, inside a worker, whether a query over `filings`
+`pruned_filings(con, query, skip, read)` decides, inside a worker, whether a query over `filings`
 can be answered from candidate pages: `prune.required_text` reads what the query requires of
-`parsed_md` from DuckDB's parse tree (the one the gate checked), the `SkipIndex` names the pages that may satisfy it, and
+`parsed_md` from DuckDB's parse tree, the `SkipIndex` names the pages that may satisfy it, and
 `CandidateReader` returns exactly their rows (all columns, in the files' row order, so that
 `LIMIT` without `ORDER BY` sees the rows a scan would). The caller registers that table as
 `filings` in a connection that reads no file and runs the unchanged query on it.
@@ -15,8 +15,10 @@ runs as a scan; `SkipReport` says which happened and why.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -47,11 +49,11 @@ class SkipReport:
         return data
 
 
-def pruned_filings(tree: dict, skip: SkipIndex,
+def pruned_filings(con: duckdb.DuckDBPyConnection, query: str, skip: SkipIndex,
                    reader: CandidateReader) -> tuple[pa.Table | None, SkipReport]:
-    """(candidate rows, report), or (None, report) when the query should run as a scan.
-    `tree`: the query's parse tree (`json_serialize_sql`), as the gate checked it."""
-    need = required_text(tree)
+    """(candidate rows, report), or (None, report) when the query should run as a scan."""
+    ((text,),) = con.execute("SELECT json_serialize_sql(?)", [query]).fetchall()
+    need = required_text(json.loads(text))
     if need is None:
         return None, SkipReport(False, "no prunable condition on parsed_md", skip.count)
     chosen = np.flatnonzero(skip.candidates(need))

@@ -377,28 +377,19 @@ def _sql_list(items: list[str]) -> str:
 class Watchdog:
     """Interrupt `con` when wall time or process CPU time passes its limit.
 
-    `reason` is None, "timeout" or "cpu" once it fired. Polls every 20 ms once armed: a thread in
-    a forked child that exits with os._exit needs no shutdown. `armed=False` starts the thread
-    without starting the clocks: a pre-forked child makes it while it waits for its job and
-    `arm()`s it when the job arrives (the limits count from there).
+    `reason` is None, "timeout" or "cpu" once it fired. Polls every 20 ms: a thread in a forked
+    child that exits with os._exit needs no shutdown.
     """
 
-    def __init__(self, limits: SandboxLimits, *, armed: bool = True):
+    def __init__(self, limits: SandboxLimits):
         self._limits = limits
         self._con: duckdb.DuckDBPyConnection | None = None
-        self._armed = threading.Event()
-        self.reason: str | None = None
-        self.phases: dict[str, float] = {}  # phase name -> ms since the previous mark
-        if armed:
-            self.arm()
-        threading.Thread(target=self._run, daemon=True, name="watchdog").start()
-
-    def arm(self) -> None:
-        """Start the wall-clock and CPU clocks (and the phase timer) now."""
         self._start = time.monotonic()
         self._cpu0 = time.process_time()
+        self.reason: str | None = None
+        self.phases: dict[str, float] = {}  # phase name -> ms since the previous mark
         self._last = time.perf_counter()
-        self._armed.set()
+        threading.Thread(target=self._run, daemon=True, name="watchdog").start()
 
     def mark(self, phase: str) -> None:
         """Record how long the phase that just ended took (benchmarks read these)."""
@@ -410,7 +401,6 @@ class Watchdog:
         self._con = con
 
     def _run(self) -> None:
-        self._armed.wait()
         while True:
             time.sleep(0.02)
             if time.monotonic() - self._start > self._limits.wall_seconds:

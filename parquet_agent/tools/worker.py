@@ -15,8 +15,6 @@ from __future__ import annotations
 import os
 import re
 import resource
-import select
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +25,7 @@ import pyarrow.parquet as pq
 
 from parquet_agent.corpus.pages import PageFormatError, column_format, read_cell
 from parquet_agent.corpus.skipindex import SkipIndex
-from parquet_agent.tools.gate import VIEWS, GateRejection, check_select, first_line
+from parquet_agent.tools.gate import VIEWS, GateRejection, first_line, parse_select
 from parquet_agent.tools.lookup import HeaderSearch, RowIndex, RowLocation
 from parquet_agent.tools.pruned import CandidateReader, SkipReport, pruned_filings
 from parquet_agent.tools.render import OutputLimits, bound_rows, jsonable
@@ -95,51 +93,23 @@ def run_child(job: dict, result_fd: int, ctx: Context) -> None:  # pragma: no co
 def run_spare(job_fd: int, result_fd: int, ctx: Context) -> None:  # pragma: no cover - in a child
     """A pre-forked child: harden while no job exists yet, then wait for exactly one job on
     `job_fd`, run it, answer and exit. Forking and hardening happen between calls, off the
-    call's own time; isolation is the same as `run_child` (one pristine child per call).
-    While no job is waiting yet, it also starts its watchdog thread and warms the gate
-    (`_warm_up`), so the pages a call writes first are copied before the call exists."""
+    call's own time; isolation is the same as `run_child` (one pristine child per call)."""
     try:
         harden({job_fd, result_fd, *ctx.files.values()}, ctx.limits, ctx.drop_to)
-        watchdog = Watchdog(ctx.limits, armed=False)
-        warm_up_ms = 0.0
-        if not select.select([job_fd], [], [], 0)[0]:  # a job already waiting goes first
-            warm_up_ms = _warm_up(ctx)
         job = read_frame(os.fdopen(job_fd, "rb", buffering=0, closefd=False))
     except BaseException:  # noqa: BLE001 - a spare that cannot start is replaced by the server
         os._exit(71)
     if job is None:  # the server is gone or retired this spare
         os._exit(0)
-    watchdog.arm()
-    _serve(job, result_fd, ctx, watchdog, {"warm_up_ms": warm_up_ms})
+    _serve(job, result_fd, ctx)
 
 
-WARM_UP_QUERY = "SELECT 1 AS warm_up"
-
-
-def _warm_up(ctx: Context) -> float:  # pragma: no cover - in a child
-    """Run the gate once over a fixed query on the connection whole-corpus SQL uses, before any
-    job exists: a fork shares every page with the server until the child writes to it, and
-    the first statement on a connection writes ~600 pages (DuckDB's client state, the
-    allocator's lists, Python's caches) that each cost a copy-on-write fault. Nothing of an
-    agent's reaches this child before it is done, and it leaves no table or setting behind:
-    only the gate's parse of a constant. Returns the ms it took (0.0 when it failed)."""
-    started = time.perf_counter()
+def _serve(job: dict, result_fd: int, ctx: Context) -> None:  # pragma: no cover - in a child
     try:
-        check_select(corpus_connection(ctx), WARM_UP_QUERY)
-    except Exception:  # noqa: BLE001 - a warm-up is optional: the call does the same work
-        return 0.0
-    return round((time.perf_counter() - started) * 1000, 3)
-
-
-def _serve(job: dict, result_fd: int, ctx: Context, watchdog: Watchdog | None = None,
-           record: dict | None = None) -> None:  # pragma: no cover - in a child
-    """Run `job` and answer; `record`: facts for the answer (how the spare warmed up)."""
-    try:
-        watchdog = watchdog or Watchdog(ctx.limits)
+        watchdog = Watchdog(ctx.limits)
         watchdog.mark("harden")
         answer = _run(job, ctx, watchdog)
         answer["phases_ms"] = watchdog.phases
-        answer.update(record or {})
     except BaseException as exc:  # noqa: BLE001 - the child must always answer
         answer = _error("worker_crashed", f"{type(exc).__name__}: {exc}", ctx)
     _answer(result_fd, answer)
@@ -244,8 +214,6 @@ def _corpus_paths(ctx: Context) -> list[str]:
 def _sql(query: str, file_stem: str | None, ctx: Context, watchdog: Watchdog,
          scope: list[str] | None = None) -> tuple[Any, Any, SkipReport | None]:
     skip = None  # a SkipReport for whole-corpus queries
-    tables = VIEWS | frozenset(ctx.views or ())
-    checked = None  # the gate's verdict, once per call
     if file_stem is None and scope is not None:
         # only the scoped rows exist for this query: read by pyarrow, registered in a
         # connection that can read no file (no table function can reach the other rows)
@@ -255,12 +223,7 @@ def _sql(query: str, file_stem: str | None, ctx: Context, watchdog: Watchdog,
         con = _empty_con(ctx)
         con.register("filings", pa.concat_tables(rows))
     elif file_stem is None:
-        scan = corpus_connection(ctx)
-        # the gate first (nothing is read for a refused query), and its parse tree is the one
-        # the skipping index reads: one parse instead of two (issue 26)
-        checked = check_select(scan, query, tables)
-        watchdog.mark("gate")
-        con, skip = _whole_corpus(checked.tree, scan, ctx)
+        con, skip = _whole_corpus(query, ctx)
         watchdog.mark("prune")
     else:
         row = _locate_row(file_stem, None, ctx)
@@ -269,10 +232,9 @@ def _sql(query: str, file_stem: str | None, ctx: Context, watchdog: Watchdog,
         con.register("filing", row)
     watchdog.watch(con)
     watchdog.mark("connect")
-    if checked is None:
-        checked = check_select(con, query, tables)
-        watchdog.mark("gate")
-    cursor = con.execute(checked.statement)  # parsed, not bound: runs on whichever connection
+    statement = parse_select(con, query, VIEWS | frozenset(ctx.views or ()))
+    watchdog.mark("gate")
+    cursor = con.execute(statement)
     columns = [str(d[0]) for d in cursor.description]
     rows = _fetch(cursor, ctx.output.max_rows + 1)
     watchdog.mark("query")
@@ -285,18 +247,17 @@ def _sql(query: str, file_stem: str | None, ctx: Context, watchdog: Watchdog,
     return output, truncated, skip
 
 
-def _whole_corpus(tree: dict, scan: duckdb.DuckDBPyConnection, ctx: Context
-                  ) -> tuple[duckdb.DuckDBPyConnection, SkipReport]:
-    """The connection to run a whole-corpus query (its gate-checked parse `tree`) on: one where
-    `filings` holds only the rows of the pages the skipping index cannot rule out
-    (`pruned.py`), or else `scan`, the one that reads the snapshot files."""
+def _whole_corpus(query: str, ctx: Context) -> tuple[duckdb.DuckDBPyConnection, SkipReport]:
+    """The connection to run a whole-corpus query on: one where `filings` holds only the rows of
+    the pages the skipping index cannot rule out (`pruned.py`), or else the scanning one."""
+    scan = corpus_connection(ctx)
     if ctx.views is not None:  # the audit's own views: no `filings` to stand in for
         return scan, SkipReport(False, "custom views: scanned")
     if ctx.skip is None:
         return scan, SkipReport(False, ctx.skip_status)
     try:
-        table, report = pruned_filings(tree, ctx.skip, CandidateReader(ctx.files, ctx.metadata))
-    except RecursionError:  # a tree too deep to read for a requirement: scanned
+        table, report = pruned_filings(scan, query, ctx.skip, CandidateReader(ctx.files, ctx.metadata))
+    except RecursionError:  # a tree too deep to read: scanned, and the gate then refuses it (`sql`)
         return scan, SkipReport(False, "query too deeply nested to prune: scanned", ctx.skip.count)
     except (MemoryError, PageFormatError, duckdb.Error, OSError, pa.ArrowException) as exc:  # never worse than a scan
         return scan, SkipReport(False, f"candidate read failed ({type(exc).__name__}): scanned", ctx.skip.count)
@@ -322,14 +283,9 @@ def corpus_connection(ctx: Context) -> duckdb.DuckDBPyConnection:
     here first when the server could not lock it for this uid, else a new one."""
     if ctx.corpus_con is None:
         return connect_corpus(_corpus_paths(ctx), ctx.limits, ctx.views)
-    if not ctx.corpus_con_locked and not _locked(ctx.corpus_con):  # the spare's warm-up may have
+    if not ctx.corpus_con_locked:
         lock(ctx.corpus_con, _corpus_paths(ctx))
     return ctx.corpus_con
-
-
-def _locked(con: duckdb.DuckDBPyConnection) -> bool:
-    [(locked,)] = con.execute("SELECT current_setting('lock_configuration')").fetchall()  # one row
-    return bool(locked)
 
 
 def _empty_con(ctx: Context) -> duckdb.DuckDBPyConnection:

@@ -84,22 +84,3 @@ def test_deeply_nested_query_does_not_overflow(con):
         parse_select(con, sql)
     except GateRejection as exc:  # DuckDB may refuse the depth itself; it must not crash us
         assert exc.kind in {"sql", "forbidden"}
-
-
-def test_the_checked_tree_is_the_one_the_skipping_index_reads(con):
-    # one parse per call: the tree the gate walked is the tree the pruning reads
-    import json
-
-    from parquet_agent.tools.gate import check_select
-    from parquet_agent.tools.prune import required_text
-
-    sql = "SELECT file_stem FROM filings WHERE contains(parsed_md, 'Northwind')"
-    checked = check_select(con, sql)
-    [(text,)] = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchall()
-    assert checked.tree == json.loads(text)
-    assert str(required_text(checked.tree)) == str(required_text(json.loads(text)))
-    assert required_text(checked.tree) is not None
-    # the statement is parsed, not bound: it runs on another connection
-    other = duckdb.connect()
-    other.execute("CREATE TABLE filings AS SELECT 'a' AS file_stem, 'Northwind Inc' AS parsed_md")
-    assert other.execute(checked.statement).fetchall() == [("a",)]
