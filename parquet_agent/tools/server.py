@@ -16,10 +16,8 @@ would answer before reading anything (`_absent_filing`), without forking one. Th
 
 Why a separate process: forking a threaded process (a notebook, the runner's case threads) is
 unsafe, and a fresh interpreter per call costs 150-300 ms; fork from this preloaded,
-single-threaded server measured ~31 ms (notes B.5c); `forking.py` makes each fork cheaper
-(huge pages for the server's memory, fork(2) without Python's after-fork repair). The server
-enforces the wall clock with SIGKILL as a backstop to the child's own watchdog, and maps how a
-child died to an error kind.
+single-threaded server measured ~31 ms (notes B.5c). The server enforces the wall clock with
+SIGKILL as a backstop to the child's own watchdog, and maps how a child died to an error kind.
 It exits when its stdin closes, killing any child still running.
 """
 
@@ -36,7 +34,6 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from parquet_agent.tools.forking import collapse_resident, fork_single_threaded
 from parquet_agent.tools.wire import FRAME_HEADER, failure, frame_body, read_frame, write_frame
 
 if TYPE_CHECKING:  # annotations only: the server imports DuckDB where it connects
@@ -216,7 +213,6 @@ def _get_ready(stdin_fd: int, stdout_fd: int):  # pragma: no cover - runs in a s
     started = time.monotonic()
     ctx = _prepare(config, files)
     gc.freeze()  # children never scan (and so never copy) the server's objects in a collection
-    huge = collapse_resident()  # fewer page-table entries for every fork to copy (forking.py)
     ctx_ms = round((time.monotonic() - started) * 1000, 1)
     threads = len(os.listdir("/proc/self/task"))
     write_frame(
@@ -225,7 +221,7 @@ def _get_ready(stdin_fd: int, stdout_fd: int):  # pragma: no cover - runs in a s
          "drop_to": config.get("drop_to"), "corpus_con_inherited": ctx.corpus_con is not None,
          "corpus_con_locked_in_child": ctx.corpus_con is not None and not ctx.corpus_con_locked,
          "empty_con_inherited": ctx.empty_con is not None,
-         "rss_bytes": _rss_bytes(), "huge_page_bytes": huge, "prepare_ms": ctx_ms},
+         "rss_bytes": _rss_bytes(), "prepare_ms": ctx_ms},
     )
     return ctx, config["limits"]
 
@@ -415,7 +411,7 @@ def _spawn(job: dict, ctx, limits: dict, stdin_fd: int, stdout_fd: int) -> _Chil
     from parquet_agent.tools.worker import run_child
 
     read_fd, write_fd = os.pipe()
-    pid = fork_single_threaded()
+    pid = os.fork()
     if pid == 0:
         try:
             os.close(read_fd)
@@ -433,7 +429,7 @@ def _fork_spare(ctx) -> _Spare | None:  # pragma: no cover - runs in the server
 
     job_r, job_w = os.pipe()
     result_r, result_w = os.pipe()
-    pid = fork_single_threaded()
+    pid = os.fork()
     if pid == 0:
         try:
             os.close(job_w)
