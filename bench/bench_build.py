@@ -9,10 +9,11 @@
 `--derive-from SRC` writes the rows as re-keyed copies of the built corpus SRC instead of
 rendering them (`derive_scale.py` says exactly how, and how that differs from a real build).
 
-Writes a `BUILDING` marker into the output folder while building (other benchmarks wait for it
-to disappear), samples the peak RSS of the whole process tree, and prints one JSON object:
-rows/s, MB/s of Markdown and of Parquet on disk, bytes, compression ratio of the synthetic text
-and of real filing text (`shared/realdata`) written with the same Parquet codec settings.
+While it builds, the output folder holds the build's own `.corpus-build.json` (an interrupted
+build is then finished by a rerun, as `corpus build` does). Samples the peak RSS of the whole
+process tree and prints one JSON object: rows/s, MB/s of Markdown and of Parquet on disk, bytes,
+compression ratio of the synthetic text and of real filing text (`shared/realdata`) written
+with the same Parquet codec settings.
 """
 
 from __future__ import annotations
@@ -128,16 +129,11 @@ def main(argv: list[str] | None = None) -> int:
         rows = args.rows or SCALES.get(args.scale or "")
         if not rows or not args.out:
             ap.error("give --scale or --rows, and --out")
-        args.out.mkdir(parents=True, exist_ok=True)
-        marker = args.out / "BUILDING"
-        marker.write_text(f"bench_build.py pid {os.getpid()} started {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
-        try:
-            with _PeakRss() as rss:
-                if args.derive_from:
-                    return _derived(args, rows, rss)
-                r = build_corpus(args.out, rows=rows, seed=args.seed, jobs=args.jobs)
-        finally:
-            marker.unlink(missing_ok=True)
+        with _PeakRss() as rss:
+            if args.derive_from:
+                args.out.mkdir(parents=True, exist_ok=True)
+                return _derived(args, rows, rss)
+            r = build_corpus(args.out, rows=rows, seed=args.seed, jobs=args.jobs)
         print(r.summary(), file=sys.stderr)
         result["build"] = {
             "rows": r.rows, "seed": r.seed, "jobs": r.jobs, "companies": r.companies, "questions": r.questions,
