@@ -141,13 +141,14 @@ class WordCollector:
 
     def add(self, vocab: list[bytes], pages: np.ndarray, word_ids: np.ndarray, first_page: int) -> None:
         ids = self.ids
-        gid = _ids(ids, vocab).astype(np.int64)
+        gid = _ids(ids, vocab)
         if len(ids) > len(self.df):
             self.df = np.concatenate([self.df, np.zeros(len(ids) - len(self.df), np.int64)])
         words = gid[word_ids]
         self.df += np.bincount(words, minlength=len(self.df))
         keep = self.df[words] <= self.cap
-        self.parts.append((words[keep], pages[keep].astype(np.int64) + first_page))
+        # int32 (word ids and page numbers fit): the postings are the parent's largest arrays
+        self.parts.append((words[keep], pages[keep].astype(np.int32) + np.int32(first_page)))
         self.collected += int(keep.sum())
         if self.collected > _COMPACT_EVERY:
             self.parts = [self._kept()]
@@ -155,7 +156,7 @@ class WordCollector:
 
     def _kept(self) -> tuple[np.ndarray, np.ndarray]:
         if not self.parts:
-            return np.empty(0, np.int64), np.empty(0, np.int64)
+            return np.empty(0, np.int32), np.empty(0, np.int32)
         words = np.concatenate([w for w, _ in self.parts])
         pages = np.concatenate([p for _, p in self.parts])
         keep = self.df[words] <= self.cap
@@ -166,14 +167,15 @@ class WordCollector:
         of the words in at most `cap` pages, in that order)."""
         words, pages = self._kept()
         self.parts = []
-        vocab = list(self.ids)
-        order = sorted(range(len(vocab)), key=vocab.__getitem__)
-        rank = np.empty(len(vocab), np.int64)
-        rank[order] = np.arange(len(vocab))
+        vocab = pa.array(list(self.ids), pa.binary())
+        self.ids = {}  # the vocabulary's largest copy: freed before the sort's arrays are made
+        order = pc.sort_indices(vocab).to_numpy()  # bytewise, as Python orders bytes
+        rank = np.empty(len(vocab), np.int32)
+        rank[order] = np.arange(len(vocab), dtype=np.int32)
         by_word = np.argsort(rank[words], kind="stable")  # pages stay ascending within a word
         postings = pages[by_word].astype(np.uint32)
-        table = pa.table({"word": pa.array([vocab[i] for i in order], pa.binary()),
-                          "pages": pa.array(self.df[order], pa.int32())}, schema=WORDS_SCHEMA)
+        table = pa.table({"word": vocab.take(order), "pages": pa.array(self.df[order], pa.int32())},
+                         schema=WORDS_SCHEMA)
         return table, postings
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from parquet_agent.corpus.layout import LayoutWriter
 from parquet_agent.corpus.skipindex import Literal, SkipIndex, build_skip_index
-from parquet_agent.corpus.skipwords import MAX_WORD, Run, literal_runs, page_words
+from parquet_agent.corpus.skipwords import MAX_WORD, Run, WordCollector, literal_runs, page_words
 from parquet_agent.corpus.snapshot import CorpusSnapshot
 
 
@@ -23,6 +23,24 @@ def test_words_keep_figures_whole_and_fold_only_ascii():
     assert not long
     found, long = page_words(b"short " + b"x" * (MAX_WORD + 1))
     assert found == {b"short"} and long
+
+
+def test_the_vocabulary_is_sorted_bytewise_with_each_words_pages_ascending():
+    # the lookups bisect words.arrow as Python orders bytes: unsigned, a prefix first
+    words = [b"caf\xc3\xa9", b"Zeta", b"a", b"ab", b"a\x80", b"a\x7f", b"1,234", b"\xff", b"ab"]
+    collector = WordCollector(cap=16)
+    for first_page, block in ((0, words[:5]), (8, words[4:])):
+        vocab = sorted(set(block), key=block.index)
+        pages = np.array([i % 3 for i in range(len(block))], np.int32)
+        collector.add(vocab, pages, np.array([vocab.index(w) for w in block], np.int32), first_page)
+    table, postings = collector.finish()
+    assert table.column("word").to_pylist() == sorted(set(words))
+    counts = table.column("pages").to_pylist()
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    for word, start, count in zip(table.column("word").to_pylist(), starts, counts):
+        held = sorted({first + i % 3 for first, block in ((0, words[:5]), (8, words[4:]))
+                       for i, w in enumerate(block) if w == word})
+        assert postings[start : start + count].tolist() == held, word
 
 
 @pytest.mark.parametrize("text, fold, runs", [
