@@ -28,8 +28,9 @@ def test_words_keep_figures_whole_and_fold_only_ascii():
 def test_the_vocabulary_is_sorted_bytewise_with_each_words_pages_ascending():
     # the lookups bisect words.arrow as Python orders bytes: unsigned, a prefix first
     words = [b"caf\xc3\xa9", b"Zeta", b"a", b"ab", b"a\x80", b"a\x7f", b"1,234", b"\xff", b"ab"]
+    blocks = ((0, words[:5]), (8, words[4:]))  # first page, each page's word: a\x80 in both
     collector = WordCollector(cap=16)
-    for first_page, block in ((0, words[:5]), (8, words[4:])):
+    for first_page, block in blocks:
         vocab = sorted(set(block), key=block.index)
         pages = np.array([i % 3 for i in range(len(block))], np.int32)
         collector.add(vocab, pages, np.array([vocab.index(w) for w in block], np.int32), first_page)
@@ -38,8 +39,7 @@ def test_the_vocabulary_is_sorted_bytewise_with_each_words_pages_ascending():
     counts = table.column("pages").to_pylist()
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     for word, start, count in zip(table.column("word").to_pylist(), starts, counts):
-        held = sorted({first + i % 3 for first, block in ((0, words[:5]), (8, words[4:]))
-                       for i, w in enumerate(block) if w == word})
+        held = sorted({first + i % 3 for first, block in blocks for i, w in enumerate(block) if w == word})
         assert postings[start : start + count].tolist() == held, word
 
 
