@@ -2,10 +2,11 @@
 
 `WorkerPool(config)` starts `python -m parquet_agent.tools.server` with an allow-listed
 environment (no credentials ever reach a worker: the environment is built from scratch, not
-copied and filtered). `run(tool, args)` is thread-safe: a first-come-first-served gate admits
-at most `data_workers` calls at once (time spent waiting is `queue_ms`), one lock serialises writes to
-the server, and one reader thread hands each answer to the thread waiting for it. If the server
-itself dies, waiting calls get `worker_crashed` and the next call starts a new server.
+copied and filtered). `run(tool, args)` is thread-safe: one lock serialises writes to the
+server, which admits at most `data_workers` calls at once, first come, first served (time spent
+waiting is `queue_ms`, measured there), and one reader thread hands each answer to the thread
+waiting for it. If the server itself dies, waiting calls get `worker_crashed` and the next call
+starts a new server.
 """
 
 from __future__ import annotations
@@ -62,42 +63,6 @@ class Answer:
     run_ms: float
 
 
-class _FairSlots:
-    """At most `n` holders, admitted strictly first come, first served.
-
-    Why not threading.Semaphore: it is not fair. A thread that releases and at once acquires
-    again wins over threads already waiting (measured: one case thread ran four calls in a row
-    while two others waited), which would starve some cases of the data tools.
-    """
-
-    def __init__(self, n: int):
-        self._free = n
-        self._lock = threading.Lock()
-        self._waiters: collections.deque[threading.Event] = collections.deque()
-
-    def acquire(self) -> None:
-        with self._lock:
-            if self._free and not self._waiters:
-                self._free -= 1
-                return
-            turn = threading.Event()
-            self._waiters.append(turn)
-        turn.wait()  # release() hands the slot over directly
-
-    def release(self) -> None:
-        with self._lock:
-            if self._waiters:
-                self._waiters.popleft().set()
-            else:
-                self._free += 1
-
-    def __enter__(self) -> None:
-        self.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
 class _Slot:
     __slots__ = ("event", "answer")
 
@@ -110,8 +75,8 @@ class WorkerPool:
     def __init__(self, config: dict, *, data_workers: int = 1, answer_timeout_s: float = 60.0):
         if data_workers < 1:
             raise ValueError("data_workers must be at least 1")
-        self._config = config
-        self._admit = _FairSlots(data_workers)
+        self._config = {**config, "data_workers": data_workers}
+        self._data_workers = data_workers
         self._write_lock = threading.Lock()
         self._start_lock = threading.Lock()
         self._slots: dict[int, _Slot] = {}
@@ -193,30 +158,32 @@ class WorkerPool:
 
     def run(self, tool: str, args: dict) -> Answer:
         t0 = time.perf_counter()
-        with self._admit:
-            t1 = time.perf_counter()
-            proc = self._ensure_running()
-            job_id = next(self._ids)
-            slot = _Slot()
-            with self._slots_lock:
-                self._slots[job_id] = slot
-            try:
-                with self._write_lock:
-                    write_frame(_pipes(proc)[0].fileno(), {"id": job_id, "tool": tool, "args": args})
-            except OSError:
-                slot.answer = _crashed("the tool worker server is gone; the next call starts a new one")
-                slot.event.set()
-            self._wait(slot, proc)
-            with self._slots_lock:
-                self._slots.pop(job_id, None)
-            t2 = time.perf_counter()
-        return Answer(slot.answer or _crashed("no answer"), (t1 - t0) * 1000, (t2 - t1) * 1000)
+        proc = self._ensure_running()
+        job_id = next(self._ids)
+        slot = _Slot()
+        with self._slots_lock:
+            ahead = len(self._slots)  # calls this one may wait behind in the server
+            self._slots[job_id] = slot
+        try:
+            with self._write_lock:
+                write_frame(_pipes(proc)[0].fileno(), {"id": job_id, "tool": tool, "args": args})
+        except OSError:
+            slot.answer = _crashed("the tool worker server is gone; the next call starts a new one")
+            slot.event.set()
+        self._wait(slot, proc, turns=1 + ahead // self._data_workers)
+        with self._slots_lock:
+            self._slots.pop(job_id, None)
+        answer = slot.answer or _crashed("no answer")
+        total_ms = (time.perf_counter() - t0) * 1000
+        queue_ms = min(float(answer.get("queue_ms", 0.0)), total_ms)
+        return Answer(answer, queue_ms, total_ms - queue_ms)
 
-    def _wait(self, slot: _Slot, proc: subprocess.Popen) -> None:
+    def _wait(self, slot: _Slot, proc: subprocess.Popen, turns: int) -> None:
         """Wait for the answer, but notice at once when the server died: a dead server's pipe
         can still accept a request (nothing may ever answer it), so waiting for the answer alone
-        cost a whole `answer_timeout` while every other call queued behind this one."""
-        deadline = time.monotonic() + self._answer_timeout
+        cost a whole `answer_timeout` while every other call queued behind this one. `turns`:
+        how many calls' time the server may take (this one and those queued before it)."""
+        deadline = time.monotonic() + self._answer_timeout * turns
         while not slot.event.wait(_LIVENESS_POLL_S):
             if proc.poll() is not None:
                 # the answer reader may still be forwarding what the server wrote before it died
@@ -242,7 +209,14 @@ class WorkerPool:
             if slot is not None:
                 slot.answer = frame
                 slot.event.set()
-        # The server is gone: fail every call still waiting on it.
+        # The server is gone (it closed its stdout only by exiting): make sure it is reaped
+        # before the calls waiting on it fail, so that the next call starts a new one instead
+        # of writing to one still exiting
+        try:
+            proc.kill()
+            proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
         with self._slots_lock:
             waiting = list(self._slots.values())
         for slot in waiting:

@@ -9,10 +9,16 @@ itself: the one thing it reads of a call is a `file_stem` to look up in its row 
 a call naming a filing the corpus does not have is answered `not_found` at once, as its child
 would answer before reading anything (`_absent_filing`), without forking one. Then it serves length-prefixed JSON frames on stdin/stdout:
 
-    -> {"config": {...}}                       once: files, index, limits, drop_to
+    -> {"config": {...}}                       once: files, index, limits, drop_to, data_workers
     <- {"ready": true, "pid", "threads", ...}
     -> {"id": n, "tool": name, "args": {...}}  any number, concurrently
-    <- {"id": n, "ok", "output" | "error", "peak_rss_bytes", "cpu_s", "worker_id"}
+    <- {"id": n, "ok", "output" | "error", "peak_rss_bytes", "cpu_s", "worker_id", "queue_ms"}
+
+Admission is here: at most `data_workers` children run at once, the other calls wait in arrival
+order (first come, first served) and `queue_ms` says how long. Deciding here rather than in the
+caller's threads hands the next call to the waiting spare the moment a child answers, without a
+round trip through the caller (whose case threads compete for one GIL), and a call answered
+without a child never waits behind data calls.
 
 Why a separate process: forking a threaded process (a notebook, the runner's case threads) is
 unsafe, and a fresh interpreter per call costs 150-300 ms; fork from this preloaded,
@@ -23,6 +29,7 @@ It exits when its stdin closes, killing any child still running.
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import dataclasses
 import gc
@@ -45,6 +52,7 @@ KILL_GRACE_SECONDS = 2.0
 
 class _Child:
     def __init__(self, job_id: int, pid: int, fd: int, deadline: float):
+        self.queue_ms = 0.0  # how long its call waited for a free slot
         self.job_id = job_id
         self.pid = pid
         self.fd = fd
@@ -114,12 +122,13 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> None:  # pragma: no cover - 
     ready = _get_ready(stdin_fd, stdout_fd)
     if ready is None:
         return
-    ctx, limits = ready
+    ctx, limits, data_workers = ready
     selector = selectors.DefaultSelector()
     os.set_blocking(stdin_fd, False)
     selector.register(stdin_fd, selectors.EVENT_READ, None)
     pending = bytearray()
     children: dict[int, _Child] = {}
+    waiting: collections.deque[tuple[dict, float]] = collections.deque()  # (job, arrived)
     exited: list[int] = []  # answered children still to reap (their teardown is not our latency)
     spare = _fork_spare(ctx)
     open_input = True
@@ -134,6 +143,7 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> None:  # pragma: no cover - 
                     selector.unregister(stdin_fd)
                     for running in children.values():
                         _kill(running.pid)
+                    waiting.clear()  # nobody is left to answer
                     if spare is not None:
                         _retire(spare)
                         spare = None
@@ -145,13 +155,8 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> None:  # pragma: no cover - 
                     absent = _absent_filing(job, ctx)
                     if absent is not None:  # nothing to read, no SQL to run: no child
                         write_frame(stdout_fd, absent)
-                        continue
-                    child = _dispatch(spare, job, limits) if spare is not None else None
-                    if child is None:  # no spare (calls overlap) or it died: fork one now
-                        child = _spawn(job, ctx, limits, stdin_fd, stdout_fd)
-                    spare = None
-                    children[child.fd] = child
-                    selector.register(child.fd, selectors.EVENT_READ, child)
+                    else:
+                        waiting.append((job, time.monotonic()))
             else:
                 child = key.data
                 answer, reaped = _read_child(child, limits)
@@ -166,11 +171,21 @@ def serve(stdin_fd: int = 0, stdout_fd: int = 1) -> None:  # pragma: no cover - 
                     id=child.job_id,
                     worker_id=f"w{child.pid}",
                     child_ms=round((time.monotonic() - child.started) * 1000, 3),
+                    queue_ms=round(child.queue_ms, 3),
                 )
                 write_frame(stdout_fd, answer)
+        while waiting and len(children) < data_workers:
+            job, arrived = waiting.popleft()
+            child = _dispatch(spare, job, limits) if spare is not None else None
+            if child is None:  # no spare (calls overlap) or it died: fork one now
+                child = _spawn(job, ctx, limits, stdin_fd, stdout_fd)
+            spare = None
+            child.queue_ms = (child.started - arrived) * 1000
+            children[child.fd] = child
+            selector.register(child.fd, selectors.EVENT_READ, child)
         exited = _reap(exited)
-        if spare is None and open_input and not children:
-            spare = _fork_spare(ctx)  # between calls: the next call finds it ready
+        if spare is None and open_input:
+            spare = _fork_spare(ctx)  # while the call runs: the next call finds it ready
         now = time.monotonic()
         for child in children.values():
             if now > child.deadline and not child.killed_for:
@@ -201,8 +216,8 @@ def _absent_filing(job: dict, ctx) -> dict | None:  # pragma: no cover - runs in
 
 
 def _get_ready(stdin_fd: int, stdout_fd: int):  # pragma: no cover - runs in a subprocess
-    """Read the config frame, prepare what children inherit, answer `ready`: (ctx, limits), or
-    None when the parent closed the pipe first."""
+    """Read the config frame, prepare what children inherit, answer `ready`: (ctx, limits,
+    data_workers), or None when the parent closed the pipe first."""
     stdin = os.fdopen(stdin_fd, "rb", buffering=0, closefd=False)  # serve() keeps reading fd 0
     first = read_frame(stdin)
     if first is None:
@@ -223,7 +238,7 @@ def _get_ready(stdin_fd: int, stdout_fd: int):  # pragma: no cover - runs in a s
          "empty_con_inherited": ctx.empty_con is not None,
          "rss_bytes": _rss_bytes(), "prepare_ms": ctx_ms},
     )
-    return ctx, config["limits"]
+    return ctx, config["limits"], int(config.get("data_workers", 1))
 
 
 def _read_child(child: _Child, limits: dict) -> tuple[dict | None, bool]:  # pragma: no cover

@@ -173,7 +173,9 @@ def test_cache_hits_look_identical_and_errors_are_not_cached(corpus_dir):
 
 
 def test_threads_share_one_tools_and_data_calls_queue(corpus_dir):
-    slow = "SELECT count(*) FROM range(4000000) t WHERE hash(t.range) % 7 = 1"
+    # long enough that the round trip to the server (counted in run_ms, and overlapping
+    # between threads) is small beside the query itself
+    slow = "SELECT count(*) FROM range(20000000) t WHERE hash(t.range) % 7 = 1"
     with Tools.open(corpus_dir, "sql", cache="off", data_workers=1) as tools:
         results: list[ToolResult] = []
         lock = threading.Lock()
