@@ -189,7 +189,7 @@ def _readable_paths() -> list[str]:
       its rows, and an import the kernel refuses fails that call with PermissionError;
     - the time-zone data: a TIMESTAMPTZ result becomes a datetime in `zoneinfo`'s UTC;
     - `/proc/self/cgroup` and `/sys/fs/cgroup`: a new DuckDB database (a child that connects
-      itself, see `server._prepare`) reads its CPU and memory limits and fails if refused.
+      itself, see `prepare.prepare`) reads its CPU and memory limits and fails if refused.
     """
     paths = sysconfig.get_paths()
     found = [paths["stdlib"], paths["platstdlib"], paths["purelib"], paths["platlib"],
