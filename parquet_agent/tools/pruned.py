@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from parquet_agent.corpus.pages import PageFormatError, column_format, read_values
 from parquet_agent.corpus.skipindex import SkipIndex
-from parquet_agent.tools.prune import required_text
+from parquet_agent.tools.prune import COLUMN, required_text
 from parquet_agent.tools.sandbox import fd_path
 
 # Above these the scan is used. Reading candidate pages costs several times DuckDB's scan per
@@ -52,8 +52,10 @@ class SkipReport:
 def pruned_filings(con: duckdb.DuckDBPyConnection, query: str, skip: SkipIndex,
                    reader: CandidateReader) -> tuple[pa.Table | None, SkipReport]:
     """(candidate rows, report), or (None, report) when the query should run as a scan."""
-    ((text,),) = con.execute("SELECT json_serialize_sql(?)", [query]).fetchall()
-    need = required_text(json.loads(text))
+    need = None
+    if COLUMN in query.lower():  # else the parse tree cannot name the column: no need to parse
+        ((text,),) = con.execute("SELECT json_serialize_sql(?)", [query]).fetchall()
+        need = required_text(json.loads(text))
     if need is None:
         return None, SkipReport(False, "no prunable condition on parsed_md", skip.count)
     chosen = np.flatnonzero(skip.candidates(need))
