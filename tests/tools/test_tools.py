@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import psutil
 import pytest
 
 from parquet_agent.errors import StaleIndexError, UsageError
@@ -224,6 +225,38 @@ def test_data_calls_are_admitted_first_come_first_served(corpus_dir):
     shortest = min(r.timings.run_ms for r in results)
     waited = sum(r.timings.queue_ms >= 0.5 * shortest for r in results)
     assert waited >= len(results) - 2, sorted(round(r.timings.queue_ms) for r in results)
+
+
+def test_a_call_answered_without_a_child_does_not_queue_behind_data_calls(corpus_dir):
+    # admission is in the fork server: with the one data slot busy, a read of a filing the
+    # row index does not hold (the judge's check of a made-up citation) is answered at once
+    slow = "SELECT count(*) FROM range(30000000) t WHERE hash(t.range) % 7 = 1"
+    with Tools.open(corpus_dir, "sql+stream", cache="off", data_workers=1) as tools:
+        results: list[ToolResult] = []
+        busy = threading.Thread(target=lambda: results.append(tools.call("sql", query=slow)))
+        busy.start()
+        deadline = time.monotonic() + 30  # a bound only: the slow call's child starts working
+        while not any(_cpu_s(child) > 0.05 for child in _children(tools)):
+            assert time.monotonic() < deadline, "the slow call never started"
+            time.sleep(0.005)
+        absent = tools.call("read_filing", file_stem="0000009999-25-999999", max_chars=10)
+        still_running = busy.is_alive()
+        busy.join()
+    assert absent.error is not None and absent.error.kind == "not_found"
+    assert absent.worker_id == "server" and absent.timings.queue_ms == 0.0
+    assert still_running and results[0].ok
+    assert absent.timings.total_ms < 0.5 * results[0].timings.run_ms
+
+
+def _children(tools: Tools) -> list[psutil.Process]:
+    return psutil.Process(tools.sandbox.server_pid).children()
+
+
+def _cpu_s(process: psutil.Process) -> float:
+    try:
+        return process.cpu_times().user
+    except psutil.Error:  # exited between the listing and the look
+        return 0.0
 
 
 def test_stale_index_is_refused(tmp_path):
