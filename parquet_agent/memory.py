@@ -1,14 +1,19 @@
-"""The peak memory of this process and all its children, sampled on a thread.
+"""The peak memory of this process and all its children, sampled on a thread; and a heap
+left out of garbage collection while a run makes its own objects.
 
     memory = TreeMemory(); memory.start(); ...; memory.stop(); memory.peak   # bytes
+    with frozen_heap(): ...   # collections scan only the objects made inside the block
 
-Used by the runner for the driver's tree and by each Ray node's actor for its own tree (the
-actor, its fork server and the workers), which are not the driver's children.
+`TreeMemory` is used by the runner for the driver's tree and by each Ray node's actor for its
+own tree (the actor, its fork server and the workers), which are not the driver's children.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import threading
+from collections.abc import Iterator
 
 import psutil
 
@@ -65,3 +70,18 @@ def _pss(proc: psutil.Process) -> int:
         return proc.memory_full_info().pss
     except (AttributeError, psutil.AccessDenied):
         return proc.memory_info().rss
+
+
+@contextlib.contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Leave every object that exists now out of garbage collections until the block ends.
+
+    Why: a full collection scans every tracked object of the process; in a notebook with pandas,
+    pyarrow and the SDKs loaded that took ~75 ms, three times in a 400-case run (0.56 ms per
+    case). What a run can leave as cyclic garbage is made during the run. After the block the
+    frozen objects are back in the oldest generation (`gc.unfreeze`), collectable as before."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()

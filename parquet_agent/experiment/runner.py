@@ -51,7 +51,7 @@ from parquet_agent.experiment.inputs import (checked_snapshot, input_hashes, loa
                                               prompt_hashes)
 from parquet_agent.files import ignore_os_errors
 from parquet_agent.judge import Judge, JudgeInput, RubricJudgeModel, citations
-from parquet_agent.memory import TreeMemory
+from parquet_agent.memory import TreeMemory, frozen_heap
 from parquet_agent.models.protocol import (
     GenerationSettings,
     Model,
@@ -166,9 +166,10 @@ class Experiment:
                     raise MachineFault(exc, f"resuming the run {run_dir}", run_dir) from exc
                 raise MachineFault(exc, "creating the run folder") from exc
             try:
-                return self._execute(run, config, questions, question_ids, snapshot, models,
-                                     judge_model, tools, reader, scopes, engine,
-                                     _Session(keep_going, retry_failed, allowed))
+                with frozen_heap():  # the cases and the exports: their objects only
+                    return self._execute(run, config, questions, question_ids, snapshot,
+                                         models, judge_model, tools, reader, scopes, engine,
+                                         _Session(keep_going, retry_failed, allowed))
             except OSError as exc:  # disk full mid-run, a folder made read-only, ...
                 raise MachineFault(exc, f"the run {run.dir}", run.dir) from exc
             finally:
