@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
+import psutil
 import pyarrow as pa
 import pytest
 
@@ -99,6 +100,18 @@ def tight_tools(corpus_dir) -> Tools:
     limits = SandboxLimits(cpu_seconds=1.5, wall_seconds=2.5)
     with Tools.open(corpus_dir, "sql+stream", cache="off", limits=limits) as t:
         yield t
+
+
+def running_calls(tools: Tools, cpu_s: float = 0.1) -> int:
+    """The fork server's children busy on a call: `cpu_s` of user time at least (a pre-forked
+    spare has used next to none)."""
+    busy = 0
+    for child in psutil.Process(tools.sandbox.server_pid).children():
+        try:
+            busy += child.cpu_times().user >= cpu_s
+        except psutil.Error:  # exited between the listing and the look
+            continue
+    return busy
 
 
 def is_root() -> bool:

@@ -9,23 +9,11 @@ import signal
 import threading
 import time
 
-import psutil
-
 from parquet_agent.tools import Tools
 from parquet_agent.tools.sandbox import SandboxLimits
+from tests.tools.conftest import running_calls
 
 SLOW = "SELECT count(*) FROM range(100000000000) t WHERE hash(t.range) = 7"
-
-
-def _running_calls(tools: Tools) -> int:
-    """The server's children busy on a call (a pre-forked spare has used next to no CPU)."""
-    busy = 0
-    for child in psutil.Process(tools.sandbox.server_pid).children():
-        try:
-            busy += child.cpu_times().user >= 0.1
-        except psutil.Error:
-            continue
-    return busy
 
 
 def test_killed_server_fails_pending_and_queued_calls_fast(corpus_dir):
@@ -45,7 +33,7 @@ def test_killed_server_fails_pending_and_queued_calls_fast(corpus_dir):
         for thread in threads:
             thread.start()
         deadline = time.monotonic() + 60  # not a fixed sleep: under load 1 s was not enough
-        while _running_calls(tools) < 2:
+        while running_calls(tools) < 2:
             assert time.monotonic() < deadline, "two calls never ran on the server"
             time.sleep(0.02)
         killed_at = time.monotonic()

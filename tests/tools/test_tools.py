@@ -9,12 +9,11 @@ import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
-import psutil
 import pytest
 
 from parquet_agent.errors import StaleIndexError, UsageError
 from parquet_agent.tools import ERROR_KINDS, Tools, ToolError, ToolResult
-from tests.tools.conftest import ROWS, filing, stem
+from tests.tools.conftest import ROWS, filing, running_calls, stem
 
 SPECS_FIXTURE = Path(__file__).parent / "fixtures" / "specs.json"
 
@@ -236,7 +235,7 @@ def test_a_call_answered_without_a_child_does_not_queue_behind_data_calls(corpus
         busy = threading.Thread(target=lambda: results.append(tools.call("sql", query=slow)))
         busy.start()
         deadline = time.monotonic() + 30  # a bound only: the slow call's child starts working
-        while not any(_cpu_s(child) > 0.05 for child in _children(tools)):
+        while not running_calls(tools, cpu_s=0.05):
             assert time.monotonic() < deadline, "the slow call never started"
             time.sleep(0.005)
         absent = tools.call("read_filing", file_stem="0000009999-25-999999", max_chars=10)
@@ -246,17 +245,6 @@ def test_a_call_answered_without_a_child_does_not_queue_behind_data_calls(corpus
     assert absent.worker_id == "server" and absent.timings.queue_ms == 0.0
     assert still_running and results[0].ok
     assert absent.timings.total_ms < 0.5 * results[0].timings.run_ms
-
-
-def _children(tools: Tools) -> list[psutil.Process]:
-    return psutil.Process(tools.sandbox.server_pid).children()
-
-
-def _cpu_s(process: psutil.Process) -> float:
-    try:
-        return process.cpu_times().user
-    except psutil.Error:  # exited between the listing and the look
-        return 0.0
 
 
 def test_stale_index_is_refused(tmp_path):
